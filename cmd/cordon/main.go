@@ -1,0 +1,77 @@
+// Command cordon runs commands inside a declared sandbox boundary.
+//
+// main is thin: it configures logging, picks the subcommand and hands over.
+// Each subcommand lives in its own file and registers itself in init.
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+)
+
+// command is one subcommand. run returns the process exit code.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string) int
+}
+
+var commands = map[string]command{}
+
+func register(c command) { commands[c.name] = c }
+
+// Exit codes shared by the subcommands.
+const (
+	exitOK        = 0
+	exitDenied    = 1 // `check`: the access is not allowed
+	exitConfig    = 2 // the config, a worker file or a flag is invalid
+	exitSetup     = 125
+	exitNotRunnbl = 126
+)
+
+func usage() {
+	var names []string
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(os.Stderr, "usage: cordon COMMAND [FLAGS] [-- CMD ARGS...]\n\ncommands:\n")
+	for _, n := range names {
+		fmt.Fprintf(os.Stderr, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(os.Stderr, "\nenvironment: CORDON_LOG=debug|info|warn|error, CORDON_LOG_FORMAT=text|json\n")
+}
+
+func setupLogging() {
+	logrus.SetOutput(os.Stderr)
+	logrus.SetLevel(logrus.WarnLevel)
+	if lvl, err := logrus.ParseLevel(os.Getenv("CORDON_LOG")); err == nil {
+		logrus.SetLevel(lvl)
+	}
+	if strings.EqualFold(os.Getenv("CORDON_LOG_FORMAT"), "json") {
+		logrus.SetFormatter(&logrus.JSONFormatter{})
+	}
+}
+
+func main() {
+	maybeInit() // libcontainer's re-exec'd init never returns from here
+	setupLogging()
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		usage()
+		if len(os.Args) < 2 {
+			os.Exit(exitConfig)
+		}
+		os.Exit(exitOK)
+	}
+	c, ok := commands[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "cordon: unknown command %q\n\n", os.Args[1])
+		usage()
+		os.Exit(exitConfig)
+	}
+	os.Exit(c.run(os.Args[2:]))
+}

@@ -1,0 +1,87 @@
+// Package runner defines the backend-neutral Runner interface, its Request and
+// Result types, and the policy-aware classification of failures that every
+// backend shares. The libcontainer backend lives in this package's _linux.go
+// files; the Seatbelt backend lives in package darwin.
+package runner
+
+import (
+	"context"
+	"io"
+
+	"github.com/cordon-run/cordon/spec"
+)
+
+// Runner runs one command inside a sandbox.
+//
+// Run returns a non-nil error only when the run could not be attempted or
+// its outcome could not be learned; every outcome of the command itself,
+// including a timeout, an OOM kill, a sandbox denial and a set-up failure,
+// is described by the Result, whose FailureType says which it was.
+type Runner interface {
+	Run(ctx context.Context, req Request) (Result, error)
+}
+
+// Request is one command to run in a sandbox.
+type Request struct {
+	// Sandbox is the effective (already derived) sandbox.
+	Sandbox *spec.Sandbox
+	// Args is the command and its arguments; Args[0] is looked up in PATH
+	// inside the sandbox when it has no slash.
+	Args []string
+	// Dir is the working directory inside the sandbox (default: the root).
+	Dir string
+	// Stdin, Stdout and Stderr are the command's stdio; nil means
+	// /dev/null for Stdin and discard for the others.
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// TTY allocates a pseudo-terminal for the command; Stdin and Stdout
+	// then carry the terminal's traffic.
+	TTY bool
+	// ID names the run for logs and state; "" picks a unique one.
+	ID string
+}
+
+// FailureType classifies how a run ended.
+type FailureType string
+
+const (
+	// FailureNone means the command ran and exited 0.
+	FailureNone FailureType = "none"
+	// FailureSandboxDenied means the sandbox policy explains the failure.
+	FailureSandboxDenied FailureType = "sandbox_denied"
+	// FailureTimeout means the timeout killed the sandbox.
+	FailureTimeout FailureType = "timeout"
+	// FailureOOM means the memory limit killed the command.
+	FailureOOM FailureType = "oom"
+	// FailureProcessError means the command failed on its own account.
+	FailureProcessError FailureType = "process_error"
+	// FailureSetupError means cordon could not set the sandbox up.
+	FailureSetupError FailureType = "setup_error"
+)
+
+// Exit codes with a fixed meaning, as in timeout(1) and env(1).
+const (
+	ExitTimeout     = 124
+	ExitSetupError  = 125
+	ExitNotRunnable = 126
+	ExitNotFound    = 127
+)
+
+// Result is the outcome of one run. It is also the JSON report.
+type Result struct {
+	ExitCode      int         `json:"exit_code"`
+	FailureType   FailureType `json:"failure_type"`
+	FailureDetail string      `json:"failure_detail,omitempty"`
+	BlockedPath   string      `json:"blocked_path,omitempty"`
+	DurationMS    int64       `json:"duration_ms"`
+	// Signal is the signal that ended the command, if one did.
+	Signal string `json:"signal,omitempty"`
+	// Unenforced lists parts of the boundary the backend could not enforce
+	// (only possible when the sandbox allows degradation).
+	Unenforced []string `json:"unenforced,omitempty"`
+	// Backend names the backend that ran the command.
+	Backend string `json:"backend,omitempty"`
+	// Sandbox is a summary of the effective sandbox.
+	Sandbox *spec.Summary `json:"sandbox,omitempty"`
+}

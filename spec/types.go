@@ -1,0 +1,138 @@
+package spec
+
+import "time"
+
+// Config is a whole cordon configuration file: the sandbox, the delegation
+// policy for child workers and the optional audit log.
+type Config struct {
+	// Sandbox is the boundary every command of this config runs in.
+	Sandbox Sandbox
+	// Delegation bounds how child workers may be derived.
+	Delegation Delegation
+	// Audit is the path of an append-only JSON-lines audit log, or "".
+	Audit string
+	// Source is the file the config was read from, or "profile:NAME" for a
+	// built-in profile. It is used in messages only.
+	Source string
+}
+
+// Delegation bounds worker derivation.
+type Delegation struct {
+	// MaxDepth is the deepest worker chain allowed (default 5).
+	MaxDepth int
+}
+
+// DefaultMaxDepth is the delegation depth used when a config sets none.
+const DefaultMaxDepth = 5
+
+// Sandbox is the normalized, validated boundary. Every path in it is absolute
+// and clean once it has come out of Load, Parse, Profile or Derive:
+//
+//   - Root is a host directory, mounted at the same path inside the sandbox.
+//     It is "" for a pure-function worker, which has no workspace at all.
+//   - Mount targets are absolute sandbox paths; a target defaults to its
+//     source, so host paths and sandbox paths agree.
+//   - Deny and Protect are absolute sandbox paths (relative entries in the
+//     file are taken relative to Root).
+type Sandbox struct {
+	// Root is the workspace directory (host path == sandbox path).
+	Root string
+	// Readonly makes the workspace read-only.
+	Readonly bool
+	// Mounts are extra bind mounts, in the order given.
+	Mounts []Mount
+	// Deny lists sandbox paths that are invisible and unwritable, whatever
+	// mount holds them.
+	Deny []string
+	// Protect lists sandbox paths that stay readable but are never writable,
+	// even when they do not exist when the sandbox starts.
+	Protect []string
+	// Network is the network policy.
+	Network Network
+	// System says which host system directories are visible read-only.
+	System System
+	// Limits are the resource limits.
+	Limits Limits
+	// Env says which variables reach the sandboxed process.
+	Env Env
+	// RequireOSSandbox, when true (the default), refuses to run where the OS
+	// backend cannot enforce every part of the boundary. When false, cordon
+	// runs with what can be enforced and reports what was not.
+	RequireOSSandbox bool
+	// Lineage is the chain of worker names this sandbox was derived through,
+	// outermost first. It is empty for a top-level sandbox.
+	Lineage []string
+}
+
+// Mount is one bind mount with Docker --mount semantics.
+type Mount struct {
+	// Source is the absolute host path; it must exist.
+	Source string
+	// Target is the absolute path inside the sandbox (default: Source).
+	Target string
+	// Readonly makes the mount read-only.
+	Readonly bool
+	// Name is an optional zone name that child workers may select.
+	Name string
+	// Suffixes, when not empty, is the application-level list of file
+	// suffixes the file tools accept under this mount (".json").
+	Suffixes []string
+	// MaxFileBytes, when above zero, is the application-level size limit of
+	// the file tools under this mount.
+	MaxFileBytes int64
+}
+
+// Network is the network policy: off, on, or on for an allow list only.
+type Network struct {
+	// Enabled gives the sandbox network access.
+	Enabled bool
+	// Allow, when not empty, restricts network access to these
+	// "host[:port]" patterns ("*.pypi.org", "github.com:443").
+	Allow []string
+}
+
+// SystemKind is how host system directories are exposed.
+type SystemKind string
+
+const (
+	// SystemHost exposes the host's /usr /bin /lib* /sbin /etc read-only,
+	// minus secrets.
+	SystemHost SystemKind = "host"
+	// SystemNone exposes no system directories beyond minimal runtime paths.
+	SystemNone SystemKind = "none"
+	// SystemRootfs uses a directory as the read-only root filesystem.
+	SystemRootfs SystemKind = "rootfs"
+)
+
+// System says which host system directories the sandbox sees.
+type System struct {
+	// Kind is host, none or rootfs.
+	Kind SystemKind
+	// Rootfs is the absolute rootfs directory when Kind is SystemRootfs.
+	Rootfs string
+}
+
+// Limits are resource limits. A zero field is unset (no limit), except that
+// validation rejects an explicit zero or negative timeout, memory or pids.
+type Limits struct {
+	// Timeout kills the whole sandbox after this long.
+	Timeout time.Duration
+	// Memory is the memory limit in bytes.
+	Memory int64
+	// Pids is the maximum number of processes.
+	Pids int64
+	// FileSize is the largest file the process may write (RLIMIT_FSIZE).
+	FileSize int64
+	// CPUs is the CPU quota in cores (1.5 = one and a half cores).
+	CPUs float64
+	// Output caps the bytes of stdout and of stderr that are kept.
+	Output int64
+}
+
+// Env says which environment variables the sandboxed process gets.
+type Env struct {
+	// Pass lists host variables passed through by name.
+	Pass []string
+	// Set lists variables set to fixed values (they win over Pass).
+	Set map[string]string
+}
