@@ -7,6 +7,8 @@ package runner
 import (
 	"context"
 	"io"
+	"os"
+	"time"
 
 	"github.com/cordon-run/cordon/spec"
 )
@@ -40,6 +42,30 @@ type Request struct {
 	TTY bool
 	// ID names the run for logs and state; "" picks a unique one.
 	ID string
+	// Timeout, when above zero, is a timeout for this run; the sandbox's own
+	// timeout still applies when it is shorter.
+	Timeout time.Duration
+	// Signals, when not nil, carries signals to forward to the command.
+	// SIGWINCH resizes the terminal of a TTY run instead. A second SIGINT or
+	// SIGTERM kills the whole sandbox, as a command running as PID 1 of its
+	// namespace ignores signals it installed no handler for.
+	Signals <-chan os.Signal
+	// TermSize, for a TTY run, reports the host terminal's size; it is
+	// read at start and on every SIGWINCH that Signals delivers.
+	TermSize func() (cols, rows uint16, ok bool)
+}
+
+// EffectiveTimeout is the shorter of the request's and the sandbox's
+// timeouts, or 0 when neither is set.
+func (r Request) EffectiveTimeout() time.Duration {
+	t := time.Duration(0)
+	if r.Sandbox != nil {
+		t = r.Sandbox.Limits.Timeout
+	}
+	if r.Timeout > 0 && (t == 0 || r.Timeout < t) {
+		t = r.Timeout
+	}
+	return t
 }
 
 // FailureType classifies how a run ended.
@@ -84,4 +110,11 @@ type Result struct {
 	Backend string `json:"backend,omitempty"`
 	// Sandbox is a summary of the effective sandbox.
 	Sandbox *spec.Summary `json:"sandbox,omitempty"`
+}
+
+// Options configure a backend created by New.
+type Options struct {
+	// StateDir holds run state; "" picks /run/cordon for root and a private
+	// per-user directory otherwise.
+	StateDir string
 }

@@ -1,5 +1,7 @@
 package main
 
+import "github.com/cordon-run/cordon/runner"
+
 // maybeInit hands over to libcontainer when cordon was re-executed as a
-// container's init. It is filled in by the Linux runner.
-func maybeInit() {}
+// container's init.
+func maybeInit() { runner.Init() }

@@ -1,0 +1,47 @@
+# cordon: make help lists the targets.
+GO      ?= go
+TAGS    ?= seccomp
+BIN     ?= bin/cordon
+export CGO_ENABLED = 1
+
+.PHONY: help build test unit integration rootless lint cross bench fuzz deps clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+deps: ## install what the build and the tests need on a bare machine (libseccomp-dev, bubblewrap, runc)
+	@bash hack/deps.sh
+
+build: deps ## build bin/cordon (with seccomp)
+	$(GO) build -tags '$(TAGS)' -o $(BIN) ./cmd/cordon
+
+test: deps lint cross unit integration rootless ## run every test: lint, cross builds, unit, integration as root and rootless
+
+unit: deps ## unit and integration tests of every package (as the current user)
+	$(GO) test -tags '$(TAGS)' -count=1 ./...
+
+integration: deps build ## end-to-end tests of the cordon binary and the escape suite, as the current user
+	CORDON_BIN=$(CURDIR)/$(BIN) bash hack/escape-suite.sh
+
+rootless: deps build ## the runner's integration tests and the escape suite again as an unprivileged user (setpriv)
+	bash hack/test-rootless.sh
+
+lint: ## gofmt and go vet (linux and darwin)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet -tags '$(TAGS)' ./...
+	GOOS=darwin CGO_ENABLED=0 $(GO) vet ./...
+
+cross: ## build for linux and darwin (amd64 and arm64)
+	GOOS=linux GOARCH=amd64 $(GO) build -tags '$(TAGS)' -o /dev/null ./...
+	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./...
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./...
+
+fuzz: ## run each fuzz target for a short while
+	$(GO) test ./spec/ -run '^$$' -fuzz FuzzParse -fuzztime 20s
+	$(GO) test ./mounts/ -run '^$$' -fuzz FuzzResolve -fuzztime 20s
+
+bench: deps build ## compare cordon with bwrap and runc side by side (hack/bench)
+	bash hack/bench
+
+clean: ## remove build output
+	rm -rf bin

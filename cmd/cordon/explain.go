@@ -1,0 +1,30 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/cordon-run/cordon/spec"
+)
+
+func init() {
+	register(command{name: "explain", summary: "print the effective sandbox as a short table", run: explainMain})
+}
+
+func explainMain(args []string) int {
+	fs := newFlagSet("explain", "[--config F] [--profile P] [--worker W]...")
+	var sf sandboxFlags
+	var of overrideFlags
+	sf.register(fs)
+	of.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return exitConfig
+	}
+	cfg, sb, err := resolve(&sf, &of)
+	if err != nil {
+		return configError(os.Stderr, err)
+	}
+	fmt.Printf("config:  %s\n", cfg.Source)
+	fmt.Print(spec.Summarize(sb).Table())
+	return exitOK
+}

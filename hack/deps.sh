@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what cordon's build and tests need, where it is missing: a C
+# toolchain and libseccomp headers for runc's seccomp support, and the peers
+# the benchmarks compare against (bubblewrap, runc).
+set -Eeuo pipefail
+
+need=()
+command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+pkg-config --exists libseccomp 2>/dev/null || need+=(libseccomp-dev)
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+command -v runc >/dev/null 2>&1 || need+=(runc)
+command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "hack/deps.sh: missing ${need[*]}; install them (Debian: apt-get install ${need[*]})" >&2
+  exit 1
+fi
+echo "hack/deps.sh: installing ${need[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

@@ -1,0 +1,218 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/cordon-run/cordon/spec"
+)
+
+// Policy is what the classifier asks of the sandbox's mount table
+// (*mounts.Table implements it): nil when the access is allowed, otherwise a
+// typed error whose message says what IS allowed.
+type Policy interface {
+	Check(path string, write bool) error
+}
+
+// Denial is a failure the sandbox policy explains.
+type Denial struct {
+	// Path is the blocked path, or "" for a network denial.
+	Path string
+	// Detail is the message for the reader: what was blocked and what IS
+	// allowed.
+	Detail string
+}
+
+// errnoKind is the kind of error a stderr line reports.
+type errnoKind int
+
+const (
+	errNone errnoKind = iota
+	errReadOnly
+	errAccess
+	errNotFound
+	// errNoParent is ENOENT while creating a file: its directory is missing.
+	errNoParent
+)
+
+// errnoWordings maps the wordings of EROFS, EACCES/EPERM and ENOENT used by
+// libc (shell, coreutils, git), Python, Node and Go to their kind. They are
+// matched case-insensitively.
+var errnoWordings = []struct {
+	text string
+	kind errnoKind
+}{
+	{"read-only file system", errReadOnly},
+	{"erofs", errReadOnly},
+	{"permission denied", errAccess},
+	{"operation not permitted", errAccess},
+	{"eacces", errAccess},
+	{"eperm", errAccess},
+	{"directory nonexistent", errNoParent},
+	{"no such file or directory", errNotFound},
+	{"enoent", errNotFound},
+	{"cannot stat", errNotFound},
+}
+
+// networkWordings are failures that a disabled network explains.
+var networkWordings = []string{
+	"network is unreachable",
+	"could not resolve host",
+	"temporary failure in name resolution",
+	"name or service not known",
+	"no address associated with hostname",
+	"getaddrinfo enotfound",
+	"getaddrinfo eai_again",
+	"enetunreach",
+	"failed to establish a new connection",
+	"no such host",
+	"could not resolve hostname",
+	"unable to resolve host",
+	"network unreachable",
+}
+
+// quoted matches the quoted names tools put paths in: 'x', "x", `x' and ‘x’.
+var quoted = regexp.MustCompile("'([^']+)'|\"([^\"]+)\"|`([^']+)'|‘([^’]+)’")
+
+// bare matches an unquoted path-looking token: something with a slash, as
+// in "bash: /usr/x: Read-only file system" or "open /usr/x: permission
+// denied".
+var bare = regexp.MustCompile(`(?:^|[\s:=,(])((?:\.{0,2}/|~/|[\w.@+-]+/)[^\s:'",()]*)`)
+
+// progPrefix matches the "PROGRAM: " or "PROGRAM: LINE: " prefix that shells
+// and coreutils put before their message ("/bin/sh: 1: cannot create ...").
+var progPrefix = regexp.MustCompile(`^\S+?: (?:line )?(?:\d+: )?`)
+
+// candidatePaths returns the paths named on one stderr line, quoted ones
+// first. The program name that prefixes the message is skipped when the rest
+// of the line names a path of its own.
+func candidatePaths(line string) []string {
+	if loc := progPrefix.FindStringIndex(line); loc != nil {
+		if rest := pathsIn(line[loc[1]:]); len(rest) > 0 {
+			return rest
+		}
+	}
+	return pathsIn(line)
+}
+
+func pathsIn(line string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		p = strings.TrimRight(p, ".,;")
+		if p == "" || seen[p] || strings.Contains(p, "://") {
+			return
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	for _, m := range quoted.FindAllStringSubmatch(line, -1) {
+		for _, g := range m[1:] {
+			if g != "" {
+				add(g)
+			}
+		}
+	}
+	stripped := quoted.ReplaceAllString(line, " ")
+	for _, m := range bare.FindAllStringSubmatch(stripped, -1) {
+		add(m[1])
+	}
+	return out
+}
+
+func lineKind(lower string) errnoKind {
+	for _, w := range errnoWordings {
+		if strings.Contains(lower, w.text) {
+			return w.kind
+		}
+	}
+	return errNone
+}
+
+// ClassifyDenial decides whether the sandbox policy explains a failed
+// command, from the command's stderr. It extracts the paths named in
+// read-only, permission and not-found errors, resolves relative ones against
+// cwd, and asks the policy about each: it reports a denial only when the
+// policy forbids the access (or, for "not found", when the path exists on the
+// host but the sandbox hides it). A network failure is a denial only when the
+// sandbox has no network. It returns false when the policy does not explain
+// the failure.
+func ClassifyDenial(p Policy, sb *spec.Sandbox, cwd, stderr string) (Denial, bool) {
+	lines := strings.Split(stderr, "\n")
+	for _, line := range lines {
+		lower := strings.ToLower(line)
+		kind := lineKind(lower)
+		if kind == errNone {
+			continue
+		}
+		for _, c := range candidatePaths(line) {
+			path := absolutize(c, cwd, sb)
+			if path == "" {
+				continue
+			}
+			if d, ok := explain(p, path, kind); ok {
+				return d, true
+			}
+		}
+	}
+	if sb != nil && !sb.Network.Enabled {
+		for _, line := range lines {
+			lower := strings.ToLower(line)
+			for _, w := range networkWordings {
+				if strings.Contains(lower, w) {
+					return Denial{Detail: "network access is disabled for this sandbox (network: false); " +
+						"commands that need the network must run with a sandbox that allows it"}, true
+				}
+			}
+		}
+	}
+	return Denial{}, false
+}
+
+func absolutize(p, cwd string, sb *spec.Sandbox) string {
+	if strings.HasPrefix(p, "~/") {
+		return "" // the sandbox's HOME is not the host's; do not guess
+	}
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	if cwd == "" && sb != nil {
+		cwd = sb.Root
+	}
+	if cwd == "" {
+		return ""
+	}
+	return filepath.Join(cwd, p)
+}
+
+func explain(p Policy, path string, kind errnoKind) (Denial, bool) {
+	switch kind {
+	case errReadOnly, errAccess:
+		if err := p.Check(path, true); err != nil {
+			// A write was refused. If the path is not even readable, the
+			// read check gives the better message.
+			if rerr := p.Check(path, false); rerr != nil {
+				err = rerr
+			}
+			return Denial{Path: path, Detail: err.Error()}, true
+		}
+	case errNotFound, errNoParent:
+		if err := p.Check(path, false); err != nil {
+			// Hidden by the sandbox but present on the host (the path or,
+			// for a file being created, its directory): the policy explains
+			// the failure. A path missing on the host too is just a missing
+			// file.
+			if _, serr := os.Lstat(path); serr == nil {
+				return Denial{Path: path, Detail: err.Error()}, true
+			}
+			if dir := filepath.Dir(path); kind == errNoParent && dir != "/" && p.Check(dir, false) != nil {
+				if _, serr := os.Lstat(dir); serr == nil {
+					return Denial{Path: path, Detail: err.Error()}, true
+				}
+			}
+		}
+	}
+	return Denial{}, false
+}

@@ -1,0 +1,95 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cordon-run/cordon/mounts"
+	"github.com/cordon-run/cordon/spec"
+)
+
+func TestCandidatePaths(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want string
+	}{
+		{"touch: cannot touch '/usr/x': Read-only file system", "/usr/x"},
+		{"bash: /usr/x: Read-only file system", "/usr/x"},
+		{"sh: 1: cannot create /usr/x: Read-only file system", "/usr/x"},
+		{"PermissionError: [Errno 13] Permission denied: '/etc/x'", "/etc/x"},
+		{"OSError: [Errno 30] Read-only file system: 'rel/x'", "rel/x"},
+		{"Error: EROFS: read-only file system, open '/usr/lib/x'", "/usr/lib/x"},
+		{"open /opt/x: read-only file system", "/opt/x"},
+		{"error: could not lock config file .git/config: Read-only file system", ".git/config"},
+		{"fatal: Unable to create '/w/.git/index.lock': Read-only file system", "/w/.git/index.lock"},
+		{"cat: /root/.ssh/id_rsa: No such file or directory", "/root/.ssh/id_rsa"},
+		{"mkdir: cannot create directory ‘/usr/q’: Read-only file system", "/usr/q"},
+	} {
+		t.Run(tc.line, func(t *testing.T) {
+			got := candidatePaths(tc.line)
+			if len(got) == 0 || got[0] != tc.want {
+				t.Fatalf("candidatePaths(%q) = %q, want first %q", tc.line, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestClassifyDenial(t *testing.T) {
+	root := t.TempDir()
+	ro := t.TempDir()
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "exists"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb := &spec.Sandbox{
+		Root:    root,
+		Mounts:  []spec.Mount{{Source: ro, Target: ro, Readonly: true}},
+		Protect: []string{filepath.Join(root, ".git/hooks")},
+		Deny:    []string{filepath.Join(root, ".env")},
+		System:  spec.System{Kind: spec.SystemHost},
+	}
+	table, err := mounts.New(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, stderr string
+		network      bool
+		denied       bool
+		path         string
+		detail       string // a substring of the detail
+	}{
+		{"usr read-only", "touch: cannot touch '/usr/x': Read-only file system", false, true, "/usr/x", root},
+		{"ro mount", "bash: " + ro + "/f: Read-only file system", false, true, ro + "/f", root},
+		{"protect relative", "error: could not lock config file .git/hooks/pre-commit: Read-only file system", false, true, filepath.Join(root, ".git/hooks/pre-commit"), "protect"},
+		{"python outside", "PermissionError: [Errno 13] Permission denied: '" + outside + "/x'", false, true, outside + "/x", root},
+		{"node erofs", "Error: EROFS: read-only file system, open '/etc/hosts'", false, true, "/etc/hosts", root},
+		{"hidden but exists", "cat: " + outside + "/exists: No such file or directory", false, true, outside + "/exists", root},
+		{"missing everywhere", "cat: " + outside + "/nope: No such file or directory", false, false, "", ""},
+		{"missing inside workspace", "cat: " + root + "/nope: No such file or directory", false, false, "", ""},
+		{"writable path, real EACCES", "bash: " + root + "/f: Permission denied", false, false, "", ""},
+		{"network off", "curl: (6) Could not resolve host: example.com", false, true, "", "network"},
+		{"network on is not ours", "curl: (6) Could not resolve host: example.com", true, false, "", ""},
+		{"unrelated", "error: something broke", false, false, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := *sb
+			s.Network.Enabled = tc.network
+			d, ok := ClassifyDenial(table, &s, root, tc.stderr)
+			if ok != tc.denied {
+				t.Fatalf("denied = %v (%+v), want %v", ok, d, tc.denied)
+			}
+			if !ok {
+				return
+			}
+			if d.Path != tc.path {
+				t.Fatalf("path = %q, want %q", d.Path, tc.path)
+			}
+			if !strings.Contains(d.Detail, tc.detail) {
+				t.Fatalf("detail %q lacks %q", d.Detail, tc.detail)
+			}
+		})
+	}
+}

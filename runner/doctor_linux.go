@@ -1,0 +1,116 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/opencontainers/cgroups"
+	"golang.org/x/sys/unix"
+)
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// Doctor reports what this host can enforce: whether cordon runs as root,
+// user namespaces, the cgroup version and delegation, seccomp, recursive
+// read-only mounts and the sealed-binary protection of /proc/self/exe.
+func Doctor() []Capability {
+	var caps []Capability
+	root := os.Geteuid() == 0
+	caps = append(caps, Capability{"root", root, map[bool]string{
+		true:  "running as root: cgroup limits are enforced; the command still runs with no capabilities and no_new_privs",
+		false: fmt.Sprintf("running as uid %d: rootless mode in a user namespace; memory, pids and cpu limits need root", os.Geteuid()),
+	}[root]})
+	userns := userNamespacesAvailable()
+	caps = append(caps, Capability{"user namespaces", userns, map[bool]string{
+		true:  "unprivileged user namespaces are enabled",
+		false: "disabled (user.max_user_namespaces=0 or kernel.unprivileged_userns_clone=0): rootless runs are refused",
+	}[userns]})
+	switch {
+	case cgroups.IsCgroup2UnifiedMode():
+		caps = append(caps, Capability{"cgroups", true, "cgroup v2 (unified)" + delegation()})
+	default:
+		detail := "cgroup v1"
+		if _, err := os.Stat("/sys/fs/cgroup/unified/cgroup.controllers"); err == nil {
+			detail += " with a cgroup2 mount at /sys/fs/cgroup/unified (hybrid)"
+		}
+		var missing []string
+		for _, c := range []string{"memory", "pids", "cpu", "freezer"} {
+			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c)); err != nil {
+				missing = append(missing, c)
+			}
+		}
+		ok := len(missing) == 0
+		if !ok {
+			detail += "; missing controllers: " + strings.Join(missing, ", ")
+		}
+		if !root {
+			detail += "; no delegation for unprivileged users"
+		}
+		caps = append(caps, Capability{"cgroups", ok, detail})
+	}
+	ok, detail := seccompSupport()
+	caps = append(caps, Capability{"seccomp", ok && seccompKernel(), detail})
+	rro := kernelAtLeast(5, 12)
+	caps = append(caps, Capability{"recursive read-only mounts", rro, map[bool]string{
+		true:  "mount_setattr(MOUNT_ATTR_RDONLY, AT_RECURSIVE) available (kernel >= 5.12): read-only mounts cover their submounts",
+		false: "kernel older than 5.12: read-only mounts with submounts are refused",
+	}[rro]})
+	ovl := fsSupported("overlay")
+	caps = append(caps, Capability{"sealed /proc/self/exe", true, map[bool]string{
+		true:  "overlayfs available: libcontainer runs its init from a sealed overlay of the binary",
+		false: "no overlayfs: libcontainer copies the binary to a sealed memfd for each run (slower)",
+	}[ovl]})
+	return caps
+}
+
+func delegation() string {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			if unix.Access(filepath.Join("/sys/fs/cgroup", p, "cgroup.subtree_control"), unix.W_OK) == nil {
+				return "; this user's cgroup " + p + " is writable (delegated)"
+			}
+			return "; this user's cgroup " + p + " is not delegated"
+		}
+	}
+	return ""
+}
+
+func seccompKernel() bool {
+	data, err := os.ReadFile("/proc/self/status")
+	return err == nil && strings.Contains(string(data), "Seccomp:")
+}
+
+func kernelAtLeast(major, minor int) bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	rel := unix.ByteSliceToString(u.Release[:])
+	parts := strings.SplitN(rel, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, _ := strconv.Atoi(parts[0])
+	mi, _ := strconv.Atoi(strings.TrimFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
+	return ma > major || (ma == major && mi >= minor)
+}
+
+func fsSupported(name string) bool {
+	data, err := os.ReadFile("/proc/filesystems")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[len(f)-1] == name {
+			return true
+		}
+	}
+	return false
+}

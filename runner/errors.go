@@ -1,0 +1,16 @@
+package runner
+
+import "errors"
+
+var (
+	// ErrUnsupported is returned by New where this package has no backend
+	// (every OS but Linux; macOS uses package darwin).
+	ErrUnsupported = errors.New("cordon: no libcontainer backend on this OS")
+	// ErrSetup marks a failure to set the sandbox up (exit 125).
+	ErrSetup = errors.New("sandbox set-up failed")
+	// ErrUnenforceable marks a boundary this host cannot enforce, refused
+	// because the sandbox requires OS enforcement.
+	ErrUnenforceable = errors.New("boundary cannot be enforced on this host")
+	// ErrBadRequest marks an invalid Request (no command, no sandbox).
+	ErrBadRequest = errors.New("invalid run request")
+)

