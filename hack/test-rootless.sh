@@ -19,7 +19,7 @@ cp -r hack "$work/hack"
 chown -R "$uid:$uid" "$work"
 chmod 755 "$work"
 as_user=(setpriv --reuid="$uid" --regid="$uid" --clear-groups --reset-env
-  env "HOME=$work" "TMPDIR=$work" "CI=${CI:-}" "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+  env "HOME=$work" "TMPDIR=$work" "CI=${CI:-}" CORDON_ROOTLESS=1 "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 echo "== runner integration tests as uid $uid (rootless)"
 (cd "$work" && "${as_user[@]}" "$work/runner.test" -test.count=1 -test.run 'Integration' -test.v 2>&1 | tail -n 60)
 echo "== escape suite as uid $uid (rootless)"

@@ -392,13 +392,19 @@ func TestIntegrationNetworkOff(t *testing.T) {
 
 func TestIntegrationPidIsolation(t *testing.T) {
 	sb := newSandbox(t)
-	out := run(t, sb, "", sh("echo $$; test -e /proc/"+strconv.Itoa(os.Getpid())+" && echo HOSTPID-VISIBLE; ls /proc | grep -c '^[0-9]'")...)
+	out := run(t, sb, "", sh("echo $$; test -e /proc/"+strconv.Itoa(os.Getpid())+" && echo HOST\"\"PID-VISIBLE; tr '\\0' ' ' < /proc/1/cmdline; echo; ls /proc | grep -c '^[0-9]'")...)
 	if out.res.ExitCode != 0 {
 		t.Fatalf("run failed: %+v", out.res)
 	}
-	lines := strings.Fields(out.stdout)
-	if len(lines) < 2 || lines[0] != "1" {
-		t.Fatalf("the command should be PID 1 of its own namespace: %q", out.stdout)
+	lines := strings.Split(strings.TrimSpace(out.stdout), "\n")
+	if len(lines) < 3 {
+		t.Fatalf("unexpected output %q", out.stdout)
+	}
+	if pid, _ := strconv.Atoi(lines[0]); pid < 2 || pid > 64 {
+		t.Fatalf("the command should run early in its own PID namespace, under cordon's init: pid %q", lines[0])
+	}
+	if !strings.Contains(lines[1], "cordon-sandbox-init") {
+		t.Fatalf("PID 1 of the sandbox should be cordon's init, got %q", lines[1])
 	}
 	if strings.Contains(out.stdout, "HOSTPID-VISIBLE") {
 		t.Fatal("a host process is visible in the sandbox")

@@ -212,6 +212,7 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 		return
 	}
 	lp.Init = true
+	lp.Args = initArgs(lp.Args)
 
 	stdout := &cappedWriter{w: req.Stdout, limit: sb.Limits.Output}
 	stderrCap := &cappedWriter{w: req.Stderr, limit: sb.Limits.Output}

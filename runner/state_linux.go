@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -97,26 +98,34 @@ func newRunID() string {
 // begin creates the run directory and takes its lock. The returned function
 // releases the lock; call it only after cleanup.
 func (s *stateDir) begin(id string) (unlock func(), err error) {
-	rd := s.runDir(id)
-	if err := os.Mkdir(rd, 0o700); err != nil {
+	// The run directory appears under its final name only once its lock
+	// is held, so a concurrent reapStale never mistakes it for a dead run.
+	tmp := filepath.Join(s.dir, "runs", ".new-"+id)
+	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(rd, "lock"), os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
+	f, err := os.OpenFile(filepath.Join(tmp, "lock"), os.O_CREATE|os.O_EXCL|os.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	fail := func(err error) (func(), error) {
+		f.Close()
+		_ = os.RemoveAll(tmp)
 		return nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock run dir: %w", err)
+		return fail(fmt.Errorf("lock run dir: %w", err))
 	}
 	// The rootfs must be traversable by the container's user.
-	if err := os.Mkdir(s.rootfs(id), 0o755); err != nil {
-		f.Close()
-		return nil, err
+	if err := os.Mkdir(filepath.Join(tmp, "rootfs"), 0o755); err != nil {
+		return fail(err)
 	}
-	if err := os.Chmod(rd, 0o711); err != nil {
-		f.Close()
-		return nil, err
+	if err := os.Chmod(tmp, 0o711); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, s.runDir(id)); err != nil {
+		return fail(fmt.Errorf("publish run dir: %w", err))
 	}
 	return func() { f.Close() }, nil
 }
@@ -189,16 +198,16 @@ func (s *stateDir) reapStale() {
 	}
 	for _, e := range entries {
 		id := e.Name()
+		if strings.HasPrefix(id, ".new-") {
+			// A run that died before publishing its directory left only
+			// an empty skeleton and a lock file.
+			if fi, err := e.Info(); err == nil && age(fi) > 60 {
+				_ = os.RemoveAll(filepath.Join(s.dir, "runs", id))
+			}
+			continue
+		}
 		f, err := os.OpenFile(filepath.Join(s.runDir(id), "lock"), os.O_RDWR|unix.O_CLOEXEC, 0)
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				// A run directory without a lock is one being created
-				// right now or one that died in its first instant; only
-				// the latter is old.
-				if fi, serr := os.Stat(s.runDir(id)); serr == nil && age(fi) > 60 {
-					s.cleanupLogged(id)
-				}
-			}
 			continue
 		}
 		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
