@@ -663,3 +663,25 @@ func TestIntegrationLeftoversAfterSIGKILL(t *testing.T) {
 		t.Fatalf("run dirs left behind: %v", left)
 	}
 }
+
+// TestIntegrationPlaceholderThroughSymlinkRefused is the security property
+// "cordon never creates anything on the host through a workspace symlink":
+// a protect path missing at start whose parent is a symlink out of the
+// workspace makes the run fail closed, and nothing appears at the target.
+func TestIntegrationPlaceholderThroughSymlinkRefused(t *testing.T) {
+	sb := newSandbox(t)
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(sb.Root, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	out := run(t, sb, "", "true")
+	if out.res.FailureType != runner.FailureSetupError || out.res.ExitCode != runner.ExitSetupError {
+		t.Fatalf("want a refused run, got %+v", out.res)
+	}
+	if !strings.Contains(out.res.FailureDetail, "symlink") {
+		t.Fatalf("the refusal must name the symlink: %q", out.res.FailureDetail)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Fatalf("cordon created %v outside the workspace", ents)
+	}
+}

@@ -114,6 +114,8 @@ func (r *linuxRunner) plan(sb *spec.Sandbox) (*spec.Sandbox, []string, error) {
 
 func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 	sb := req.Sandbox
+	ph := newPhases()
+	defer ph.log()
 	table, err := mounts.New(sb)
 	if err != nil {
 		setupFailed(res, fmt.Errorf("%w: mount table: %w", ErrSetup, err))
@@ -139,6 +141,7 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 		fmt.Fprintf(stderrOf(req), "cordon: WARNING: not enforced: %s\n", m)
 	}
 
+	ph.mark("preflight")
 	r.state.reapStale()
 	id := req.ID
 	if id == "" {
@@ -150,6 +153,8 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 		return
 	}
 	defer func() {
+		ph.mark("run")
+		defer ph.mark("cleanup")
 		if err := r.state.cleanup(id); err != nil {
 			logrus.WithField("run", id).WithError(err).Warn("cleanup after run")
 			fmt.Fprintf(stderrOf(req), "cordon: warning: cleanup of run %s was incomplete: %v\n", id, err)
@@ -157,7 +162,8 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 		unlock()
 	}()
 
-	created, err := makePlaceholders(spec.Placeholders(eff))
+	ph.mark("state")
+	created, err := makePlaceholders(spec.PlaceholderDirs(eff))
 	// Record before anything else can fail, so a crash cannot strand them.
 	if rerr := r.state.writeRecord(runRecord{ID: id, PID: os.Getpid(), Placeholders: created}); rerr != nil && err == nil {
 		err = rerr
@@ -187,6 +193,7 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 		setupFailed(res, fmt.Errorf("%w: %w", ErrSetup, err))
 		return
 	}
+	ph.mark("oci")
 	config, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
 		CgroupName:      id,
 		Spec:            ociSpec,
@@ -201,11 +208,13 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 	// If cordon dies, its sandbox dies with it; the next run reaps the rest.
 	config.ParentDeathSignal = int(unix.SIGKILL)
 
+	ph.mark("config")
 	container, err := libcontainer.Create(r.state.lcRoot(), id, config)
 	if err != nil {
 		setupFailed(res, fmt.Errorf("%w: create container: %w", ErrSetup, err))
 		return
 	}
+	ph.mark("create")
 	lp, err := newProcess(ociSpec.Process)
 	if err != nil {
 		setupFailed(res, fmt.Errorf("%w: %w", ErrSetup, err))
@@ -236,6 +245,7 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 		return
 	}
 
+	ph.mark("start")
 	waitC := make(chan waitResult, 1)
 	go func() {
 		ps, err := lp.Wait()
@@ -283,6 +293,7 @@ loop:
 	}
 	// Every process of the sandbox is gone once its init is (PID namespace),
 	// so the copiers reach EOF.
+	ph.mark("wait")
 	io_.drain()
 	oom := oomKilled(container)
 

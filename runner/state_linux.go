@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cordon-run/cordon/spec"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
@@ -157,7 +158,7 @@ func (s *stateDir) cleanup(id string) error {
 		if err := c.Destroy(); err != nil {
 			errs = append(errs, fmt.Errorf("destroy container: %w", err))
 		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	} else if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, libcontainer.ErrNotExist) {
 		errs = append(errs, fmt.Errorf("load container: %w", err))
 		// The state may be half written; remove it so it cannot wedge.
 		_ = os.RemoveAll(filepath.Join(s.lcRoot(), id))
@@ -232,26 +233,53 @@ func age(fi os.FileInfo) float64 {
 	return float64(now.Sec - st.Mtim.Sec)
 }
 
-// makePlaceholders creates the missing directories for paths, recording each
-// one it creates (parents first) so they can be removed afterwards.
-func makePlaceholders(paths []string) (created []string, err error) {
-	for _, p := range paths {
-		var chain []string
-		for d := p; ; d = filepath.Dir(d) {
-			if _, err := os.Lstat(d); err == nil {
-				break
-			}
-			chain = append(chain, d)
-			if d == filepath.Dir(d) {
-				break
-			}
+// makePlaceholders creates the missing directories of each placeholder,
+// recording each one it creates (parents first) so they can be removed
+// afterwards. It descends from the zone's directory with openat and
+// O_NOFOLLOW and creates with mkdirat, so a symlink in the workspace can
+// never make it create a directory elsewhere on the host: a symlink on the
+// way is an error (the run is refused).
+func makePlaceholders(phs []spec.Placeholder) (created []string, err error) {
+	for _, ph := range phs {
+		c, err := makePlaceholder(ph)
+		created = append(created, c...)
+		if err != nil {
+			return created, fmt.Errorf("cannot guard %s: %w", ph.Path(), err)
 		}
-		for i := len(chain) - 1; i >= 0; i-- {
-			if err := os.Mkdir(chain[i], 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-				return created, fmt.Errorf("create placeholder %s: %w", chain[i], err)
-			}
-			created = append(created, chain[i])
+	}
+	return created, nil
+}
+
+func makePlaceholder(ph spec.Placeholder) (created []string, err error) {
+	dir, err := unix.Open(ph.Zone, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: ph.Zone, Err: err}
+	}
+	defer func() { unix.Close(dir) }()
+	cur := ph.Zone
+	for _, name := range strings.Split(ph.Rel, "/") {
+		if name == "" || name == "." || name == ".." {
+			return created, fmt.Errorf("bad path component %q", name)
 		}
+		cur = filepath.Join(cur, name)
+		next, err := unix.Openat(dir, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			if err := unix.Mkdirat(dir, name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+				return created, &os.PathError{Op: "mkdir", Path: cur, Err: err}
+			} else if err == nil {
+				created = append(created, cur)
+			}
+			next, err = unix.Openat(dir, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+			return created, fmt.Errorf("%s is a symlink or a file; cordon does not create placeholders through it "+
+				"(replace it by a directory, or remove the deny/protect entry beneath it): %w", cur, ErrUnenforceable)
+		}
+		if err != nil {
+			return created, &os.PathError{Op: "open", Path: cur, Err: err}
+		}
+		unix.Close(dir)
+		dir = next
 	}
 	return created, nil
 }

@@ -1,0 +1,107 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// guards holds what keeps deny and protect paths in place.
+type guards struct {
+	// mounts are the extra mounts: ancestors bound onto themselves, and
+	// /dev/null over denied files.
+	mounts []specs.Mount
+	// masked are the deny paths still masked by libcontainer (directories
+	// and paths that do not exist).
+	masked []string
+}
+
+// guardMounts builds the mounts that keep deny and protect paths in place.
+//
+// A deny or protect path is enforced by a mount over it (a mask or a
+// read-only rebind). The kernel refuses to rename or remove a mount point
+// (EBUSY), but it renames a directory that merely contains one, and the
+// mount travels with it: `mv .git x` would carry the read-only .git/config
+// away and let the command put a writable one in its place. So every
+// directory between a writable zone's target and a guarded path becomes a
+// mount point itself, a read-write bind onto itself. A bind source is
+// resolved on the host, so an ancestor that is a symlink is refused rather
+// than followed.
+//
+// A denied file is covered by /dev/null mounted with nodev, so every open
+// fails with EACCES: libcontainer's own mask of a file is a plain /dev/null
+// that silently accepts writes, which tells the command its write worked.
+func guardMounts(sb *Sandbox, h hostInfo) (guards, error) {
+	lstat := h.lstat
+	var g guards
+	var problems []error
+	zones := sandboxZones(sb)
+	seen := map[string]bool{}
+	for _, d := range sb.Deny {
+		z, ok := containingZone(zones, d)
+		fi, err := lstat(hostPathIn(z, ok, d))
+		if err == nil && !fi.IsDir() {
+			opts := []string{"rbind", "nosuid", "nodev", "noexec", "ro"}
+			if h.recursiveRO {
+				opts = append(opts, "rro")
+			}
+			g.mounts = append(g.mounts, specs.Mount{Destination: d, Type: "bind", Source: "/dev/null", Options: opts})
+			continue
+		}
+		g.masked = append(g.masked, d)
+	}
+	for _, p := range append(slices.Clone(sb.Deny), sb.Protect...) {
+		z, ok := containingZone(zones, p)
+		if !ok || z.readonly {
+			continue
+		}
+		var chain []string
+		for a := filepath.Dir(p); a != z.target && within(a, z.target); a = filepath.Dir(a) {
+			chain = append(chain, a)
+		}
+		slices.Reverse(chain) // outermost first, so a symlink is met before what lies behind it
+		for _, a := range chain {
+			host := hostPathIn(z, true, a)
+			fi, err := lstat(host)
+			switch {
+			case err != nil && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)):
+				// Nothing there yet: the runner's placeholders create
+				// it before the run; without them (cordon spec) it is
+				// skipped.
+			case err != nil:
+				problems = append(problems, fmt.Errorf("guard %s: %w", p, err))
+			case fi.Mode()&fs.ModeSymlink != 0:
+				problems = append(problems, fmt.Errorf(
+					"cannot keep %s in place: its parent %s is a symlink, and cordon does not follow symlinks when it guards deny and protect paths; "+
+						"replace the symlink by the directory, or list the symlink's target in deny/protect instead: %w", p, a, ErrUnenforceable))
+			case !fi.IsDir():
+				// Under a file nothing can be created.
+			case !seen[a]:
+				seen[a] = true
+				g.mounts = append(g.mounts, specs.Mount{
+					Destination: a, Type: "bind", Source: host,
+					Options: []string{"rbind", "nosuid", "nodev"},
+				})
+			}
+			if err == nil && (fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir()) {
+				break
+			}
+		}
+	}
+	return g, errors.Join(problems...)
+}
+
+// hostPathIn maps sandbox path p inside zone z to its host path.
+func hostPathIn(z zone, ok bool, p string) string {
+	if !ok {
+		return p
+	}
+	rel := strings.TrimPrefix(strings.TrimPrefix(p, z.target), "/")
+	return filepath.Join(z.source, rel)
+}
