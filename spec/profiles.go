@@ -1,0 +1,121 @@
+package spec
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// DefaultProtect is the protect list used when a config has no `protect`
+// key, relative to the root. Each entry is something a process can plant to
+// run code outside the sandbox later, when a person or a tool trusts the
+// workspace: git hooks and git config (core.hooksPath, aliases, filters),
+// shell start-up files, direnv's .envrc, and the settings folders of editors
+// and coding agents, which can declare commands or MCP servers to start.
+// `protect: []` turns the list off.
+var DefaultProtect = []string{
+	".git/hooks",
+	".git/config",
+	".bashrc",
+	".bash_profile",
+	".bash_login",
+	".bash_logout",
+	".profile",
+	".zshrc",
+	".zprofile",
+	".zshenv",
+	".zlogin",
+	".envrc",
+	".vscode",
+	".idea",
+	".devcontainer",
+	".claude",
+	".cursor",
+	".codex",
+	".gemini",
+	".mcp.json",
+}
+
+// profileNames are the built-in profiles in the order they are documented.
+var profileNames = []string{"workspace", "readonly", "network", "strict"}
+
+// ProfileNames returns the names of the built-in profiles.
+func ProfileNames() []string { return append([]string(nil), profileNames...) }
+
+// StrictTimeout is the timeout of the strict profile.
+const StrictTimeout = 30 * time.Second
+
+// Profile returns a built-in config rooted at cwd ("" means the current
+// directory):
+//
+//   - workspace: cwd read-write, the host system read-only, no network; the
+//     config used when none is given.
+//   - readonly: workspace, with cwd read-only.
+//   - network: workspace, with the network on.
+//   - strict: workspace with `system: none`, the runtime directories
+//     (RuntimeDirs that exist) mounted read-only at their own paths, and a
+//     30s timeout.
+//
+// Every profile protects DefaultProtect and requires the OS sandbox.
+func Profile(name, cwd string) (*Config, error) {
+	known := false
+	for _, n := range profileNames {
+		known = known || n == name
+	}
+	if !known {
+		return nil, &FieldError{Field: "profile", Problem: fmt.Sprintf("unknown profile %q", name), Fix: "use one of: " + strings.Join(profileNames, ", ")}
+	}
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("%w: profile %s: cannot get the current directory: %w", ErrInvalidConfig, name, err)
+		}
+		cwd = wd
+	}
+	wd, err := filepath.Abs(cwd)
+	if err != nil {
+		return nil, fmt.Errorf("%w: profile %s: %w", ErrInvalidConfig, name, err)
+	}
+	root, prob := hostPath(wd, "/")
+	if prob == "" {
+		prob = placementProblem(root)
+	}
+	if prob == "" {
+		prob = dirProblem(root)
+	}
+	if prob != "" {
+		return nil, &FieldError{Field: "profile " + name, Problem: "the workspace " + prob, Fix: "run cordon from a project directory"}
+	}
+	cfg := &Config{
+		Sandbox: Sandbox{
+			Root:             root,
+			Protect:          joinAll(root, DefaultProtect),
+			System:           System{Kind: SystemHost},
+			Env:              Env{Pass: append([]string(nil), DefaultEnvPass...)},
+			RequireOSSandbox: true,
+		},
+		Delegation: Delegation{MaxDepth: DefaultMaxDepth},
+		Source:     "profile:" + name,
+	}
+	sb := &cfg.Sandbox
+	switch name {
+	case "readonly":
+		sb.Readonly = true
+	case "network":
+		sb.Network = Network{Enabled: true}
+	case "strict":
+		sb.System = System{Kind: SystemNone}
+		sb.Limits.Timeout = StrictTimeout
+		for _, dir := range ExistingDirs(RuntimeDirs) {
+			sb.Mounts = append(sb.Mounts, Mount{Source: dir, Target: dir, Readonly: true})
+		}
+	}
+	d := newDecoder()
+	validateSandbox(sb, d)
+	if err := d.result("profile", name); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
