@@ -18,6 +18,10 @@ import (
 // sandboxInitArg makes the re-executed binary act as the sandbox's PID 1.
 const sandboxInitArg = "cordon-sandbox-init"
 
+// livenessFD is the descriptor of the liveness pipe in the sandbox's init:
+// libcontainer passes Process.ExtraFiles from fd 3 on.
+const livenessFD = 3
+
 // Init must be called first thing in main (and in TestMain) of every binary
 // that starts containers. When the binary was re-executed by libcontainer as
 // a container's init ("init"), or by cordon as the sandbox's PID 1, Init runs
@@ -45,10 +49,12 @@ func initArgs(args []string) []string {
 // command that runs as PID 1 itself ignores every signal it has no handler
 // for, never reaps re-parented orphans, and cannot learn that cordon died.
 // It:
-//   - asks the kernel to SIGKILL it when cordon (its parent) dies; when PID 1
-//     dies, the kernel kills the whole namespace, so a SIGKILLed cordon leaves
-//     no sandboxed process behind (libcontainer's own parent-death signal does
-//     not survive its clone of the init);
+//   - exits as soon as cordon is gone: it holds the read end of a pipe whose
+//     write end only cordon has (fd 3), and EOF on it means cordon died;
+//     when PID 1 exits, the kernel kills the whole namespace, so a SIGKILLed
+//     cordon leaves no sandboxed process behind. (A parent-death signal is
+//     not used: the kernel sends it when the parent *thread* exits, and Go
+//     threads do exit.)
 //   - runs the command in its own process group (the terminal's foreground
 //     group when there is a terminal) and forwards signals to that group;
 //   - reaps every orphan, and exits with the command's status.
@@ -57,15 +63,33 @@ func sandboxInit(args []string) int {
 		fmt.Fprintln(os.Stderr, "cordon: "+sandboxInitArg+" runs only as PID 1 inside a sandbox")
 		return ExitSetupError
 	}
-	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
-		fmt.Fprintf(os.Stderr, "cordon: set parent-death signal: %v\n", err)
+	// The liveness pipe must not reach the command.
+	if _, err := unix.FcntlInt(livenessFD, unix.F_GETFD, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "cordon: no liveness pipe from cordon")
 		return ExitSetupError
 	}
+	unix.CloseOnExec(livenessFD)
+	go func() {
+		var b [1]byte
+		for {
+			n, err := unix.Read(livenessFD, b[:])
+			if err == unix.EINTR {
+				continue
+			}
+			if n == 0 || err != nil {
+				os.Exit(128 + int(unix.SIGKILL)) // cordon died: end the sandbox
+			}
+		}
+	}()
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "cordon: no command")
+		return ExitSetupError
+	}
+	if err := loadSeccompFromEnv(); err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		return ExitSetupError
 	}
 	sigs := make(chan os.Signal, 16)

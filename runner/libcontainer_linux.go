@@ -205,8 +205,19 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 		setupFailed(res, fmt.Errorf("%w: libcontainer config: %w", ErrSetup, err))
 		return
 	}
-	// If cordon dies, its sandbox dies with it; the next run reaps the rest.
-	config.ParentDeathSignal = int(unix.SIGKILL)
+	var seccompFlags uint
+	// cordon's init loads the filter (compiled once and cached) before it
+	// starts the command, instead of libcontainer compiling it in every
+	// container's init.
+	bpf, err := r.seccompProgram(config.Seccomp)
+	if err == nil {
+		seccompFlags, err = seccompLoadFlags(config.Seccomp)
+	}
+	if err != nil {
+		setupFailed(res, fmt.Errorf("%w: seccomp: %w", ErrSetup, err))
+		return
+	}
+	config.Seccomp = nil
 
 	ph.mark("config")
 	container, err := libcontainer.Create(r.state.lcRoot(), id, config)
@@ -221,6 +232,15 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 		return
 	}
 	lp.Init = true
+	lp.Env = append(lp.Env, seccompEnvValue(bpf, seccompFlags))
+	liveR, liveW, err := os.Pipe()
+	if err != nil {
+		setupFailed(res, fmt.Errorf("%w: liveness pipe: %w", ErrSetup, err))
+		return
+	}
+	// Held until the run is over: when cordon dies, the init sees EOF.
+	defer liveW.Close()
+	lp.ExtraFiles = []*os.File{liveR}
 	lp.Args = initArgs(lp.Args)
 
 	stdout := &cappedWriter{w: req.Stdout, limit: sb.Limits.Output}
@@ -233,7 +253,9 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 	}
 	defer io_.close()
 
-	if err := container.Run(lp); err != nil {
+	err = container.Run(lp)
+	liveR.Close()
+	if err != nil {
 		io_.abort()
 		classifyStartError(res, err)
 		return
