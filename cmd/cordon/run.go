@@ -10,6 +10,7 @@ import (
 
 	"github.com/containerd/console"
 
+	"github.com/cordon-run/cordon/audit"
 	"github.com/cordon-run/cordon/runner"
 )
 
@@ -17,14 +18,16 @@ func init() {
 	register(command{name: "run", summary: "run a command inside the sandbox", run: runMain})
 }
 
-const runUsage = "[--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--readonly] [--timeout D] [--memory M] [--pids N] [--report FILE] [--json] -- CMD [ARG...]"
+const runUsage = "[--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--readonly] [--timeout D] [--memory M] [--pids N] [--attach PATH]... [--audit FILE] [--report FILE] [--json] -- CMD [ARG...]"
 
 func runMain(args []string) int {
 	fs := newFlagSet("run", runUsage)
 	var sf sandboxFlags
 	var of overrideFlags
+	var ag agentFlags
 	sf.register(fs)
 	of.register(fs)
+	ag.register(fs)
 	report := fs.String("report", "", "write the result as JSON to `FILE`")
 	jsonOut := fs.Bool("json", false, "write the result as JSON to stderr")
 	if err := fs.Parse(args); err != nil {
@@ -35,14 +38,18 @@ func runMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "cordon run: no command given; fix: cordon run [flags] -- CMD [ARG...]")
 		return exitConfig
 	}
-	_, sb, err := resolve(&sf, &of)
-	if err != nil {
-		return configError(os.Stderr, err)
+	sb, alog, code := ag.prepare(&sf, &of, audit.ViaCLI)
+	if code != exitOK {
+		return code
 	}
 	r, err := newRunner()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		return exitSetup
+	}
+	arun, code := startRun(alog, sb, argv)
+	if code != exitOK {
+		return code
 	}
 
 	sigs := make(chan os.Signal, 8)
@@ -73,6 +80,7 @@ func runMain(args []string) int {
 	res, err := r.Run(context.Background(), req)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		finishRun(arun, setupResult(err))
 		return exitSetup
 	}
 	switch res.FailureType {
@@ -91,6 +99,9 @@ func runMain(args []string) int {
 		if *jsonOut {
 			os.Stderr.Write(data)
 		}
+	}
+	if code := finishRun(arun, res); code != exitOK {
+		return code
 	}
 	return res.ExitCode
 }

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/runner"
+)
+
+// cordonBin is the cordon binary the CLI tests run: a real build of this
+// command (with seccomp), since it re-executes itself as the container's
+// init. TestMain builds it once.
+var cordonBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cordon-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cordonBin = filepath.Join(dir, "cordon")
+	out, err := exec.Command("go", "build", "-tags", "seccomp", "-o", cordonBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "go build ./cmd/cordon: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// requireSandbox skips a test that starts containers where this host
+// cannot, except under CI=true, where that is a failure.
+func requireSandbox(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the backend under test is Linux's")
+	}
+	if canSandbox() {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("needs root or user namespaces to start sandboxes, and CI=true forbids skipping")
+	}
+	t.Skip("needs root or user namespaces to start sandboxes")
+}
+
+// canSandbox reports whether this host can start sandboxes: as root, or
+// with user namespaces.
+func canSandbox() bool {
+	if runtime.GOOS != "linux" {
+		return false
+	}
+	if os.Geteuid() == 0 {
+		return true
+	}
+	for _, c := range runner.Doctor() {
+		if c.Name == "user namespaces" && c.OK {
+			return true
+		}
+	}
+	return false
+}
+
+// cliResult is the outcome of one cordon invocation.
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// cordon runs the built binary in dir.
+func cordon(t *testing.T, dir string, args ...string) cliResult {
+	t.Helper()
+	cmd := exec.Command(cordonBin, args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := cliResult{stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("cordon %v: %v", args, err)
+	}
+	return r
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// project is a workspace with a config, a read-only data zone, a secret,
+// a folder outside the workspace and worker files for each rule.
+type project struct {
+	base, ws, data, outside, config, audit, workers string
+}
+
+func (p project) worker(name string) string { return filepath.Join(p.workers, name+".worker.yaml") }
+
+func newProject(t *testing.T) project {
+	t.Helper()
+	base := t.TempDir()
+	p := project{
+		base: base, ws: filepath.Join(base, "ws"), data: filepath.Join(base, "data"),
+		outside: filepath.Join(base, "outside"), config: filepath.Join(base, "cordon.yaml"),
+		audit: filepath.Join(base, "audit.jsonl"), workers: filepath.Join(base, "workers"),
+	}
+	writeFile(t, filepath.Join(p.ws, "src", "main.go"), "package main\n")
+	writeFile(t, filepath.Join(p.ws, "docs", "brief.md"), "the brief\n")
+	writeFile(t, filepath.Join(p.ws, ".env"), "TOKEN=secret\n")
+	writeFile(t, filepath.Join(p.data, "table.json"), "[]\n")
+	writeFile(t, filepath.Join(p.data, "notes.txt"), "notes\n")
+	writeFile(t, filepath.Join(p.outside, "secret.txt"), "outside\n")
+	writeFile(t, p.config, `sandbox:
+  root: ws
+  mounts:
+    - {source: data, name: data, readonly: true, suffixes: [.json]}
+  deny: [.env]
+  limits: {timeout: 30s}
+delegation: {max_depth: 2}
+audit: audit.jsonl
+`)
+	workers := map[string]string{
+		"src":     "name: src\nsandbox:\n  restrict: src\n",
+		"ro":      "name: ro\nsandbox:\n  readonly: true\n",
+		"pure":    "name: pure\n",
+		"net":     "name: net\nsandbox:\n  network: true\n",
+		"zonerw":  "name: zonerw\nsandbox:\n  zones: [{name: data, mode: rw}]\n",
+		"unknown": "name: unknown\nsandbox:\n  zones: [{name: secrets}]\n",
+		"outside": "name: outside\nsandbox:\n  restrict: ../outside\n",
+		"slow":    "name: slow\nsandbox:\n  limits: {timeout: 1h}\n",
+	}
+	for name, body := range workers {
+		writeFile(t, p.worker(name), body)
+	}
+	return p
+}
+
+// readAudit parses every line of an audit log; a line that does not parse
+// fails the test.
+func readAudit(t *testing.T, path string) []audit.Record {
+	t.Helper()
+	fh, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	var out []audit.Record
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r audit.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("audit line %q does not parse: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

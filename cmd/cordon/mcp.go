@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/mcpserver"
+)
+
+func init() {
+	register(command{name: "mcp", summary: "serve the sandbox's tools (read, write, list_files, shell) to an MCP client on stdio", run: mcpMain})
+}
+
+const mcpUsage = "[--config F] [--profile P] [--worker W]... [--attach PATH]... [--audit FILE]"
+
+// mcpMain serves one MCP session on stdin and stdout until the client
+// closes stdin. Nothing but the protocol may be written to stdout: logs
+// and errors go to stderr.
+func mcpMain(args []string) int {
+	fs := newFlagSet("mcp", mcpUsage)
+	var sf sandboxFlags
+	var ag agentFlags
+	sf.register(fs)
+	ag.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return exitConfig
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "cordon mcp: unexpected arguments %q; usage: cordon mcp %s\n", fs.Args(), mcpUsage)
+		return exitConfig
+	}
+	sb, log, code := ag.prepare(&sf, nil, audit.ViaMCP)
+	if code != exitOK {
+		return code
+	}
+	r, err := newRunner()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		return exitSetup
+	}
+	// Fail closed before serving: a log that cannot take this record could
+	// not take the runs either.
+	if err := log.Serve(sb); err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: not serving: %v\n", err)
+		return exitSetup
+	}
+	srv, err := mcpserver.New(mcpserver.Options{Sandbox: sb, Runner: r, Audit: log})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		return exitSetup
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	err = srv.Run(ctx, &mcp.StdioTransport{})
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		fmt.Fprintf(os.Stderr, "cordon mcp: %v\n", err)
+		return 1
+	}
+	return exitOK
+}

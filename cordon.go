@@ -1,0 +1,336 @@
+package cordon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/cordon-run/cordon/attach"
+	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/mounts"
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/spec"
+)
+
+// Init hands over to the sandbox's init when this process was re-executed as
+// one, and never returns then. A program that runs commands with Run must
+// call it first thing in main (and in TestMain): on Linux the backend
+// starts each sandbox by re-executing the program itself.
+func Init() { runner.Init() }
+
+// Project is a loaded config: the top-level sandbox, the delegation policy
+// and the audit log.
+type Project struct {
+	cfg    *spec.Config
+	log    *audit.Log
+	runner runner.Runner
+}
+
+// ProjectOption adjusts a Project as it is loaded.
+type ProjectOption func(*Project)
+
+// WithAuditFile appends the audit log to path too, in addition to the
+// config's own `audit:` file.
+func WithAuditFile(path string) ProjectOption {
+	return func(p *Project) { p.log = audit.New(audit.ViaAPI, append(p.log.Paths(), path)...) }
+}
+
+// WithRunner runs commands with r instead of the OS backend (runner.New on
+// Linux, darwin.New on macOS).
+func WithRunner(r runner.Runner) ProjectOption {
+	return func(p *Project) { p.runner = r }
+}
+
+// LoadProject finds the project config as git finds .git: the first
+// cordon.yaml in dir or a folder above it. Without one it uses the built-in
+// workspace profile rooted at dir: dir read-write, the host system
+// read-only, no network.
+func LoadProject(dir string, opts ...ProjectOption) (*Project, error) {
+	path, err := spec.FindProjectConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if path == "" {
+		cfg, err := spec.Profile("workspace", dir)
+		if err != nil {
+			return nil, err
+		}
+		return NewProject(cfg, opts...), nil
+	}
+	return LoadConfig(path, opts...)
+}
+
+// LoadConfig loads the config file at path.
+func LoadConfig(path string, opts ...ProjectOption) (*Project, error) {
+	cfg, err := spec.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return NewProject(cfg, opts...), nil
+}
+
+// NewProject wraps a config already in hand (from spec.Parse or
+// spec.Profile).
+func NewProject(cfg *spec.Config, opts ...ProjectOption) *Project {
+	c := *cfg
+	c.Sandbox = *cfg.Sandbox.Clone()
+	p := &Project{cfg: &c, log: audit.New(audit.ViaAPI, cfg.Audit)}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// Config returns a copy of the project's config.
+func (p *Project) Config() *spec.Config {
+	c := *p.cfg
+	c.Sandbox = *p.cfg.Sandbox.Clone()
+	return &c
+}
+
+// Sandbox returns the project's top-level sandbox.
+func (p *Project) Sandbox() (*Sandbox, error) { return p.newSandbox(&p.cfg.Sandbox) }
+
+// Worker derives the sandbox of the worker file at path (*.worker.yaml)
+// from the top-level sandbox. See Sandbox.Derive.
+func (p *Project) Worker(path string, opts ...DeriveOption) (*Sandbox, error) {
+	top, err := p.Sandbox()
+	if err != nil {
+		return nil, err
+	}
+	return top.Worker(path, opts...)
+}
+
+// Derive derives w's sandbox from the top-level sandbox. See
+// Sandbox.Derive.
+func (p *Project) Derive(w *spec.Worker, opts ...DeriveOption) (*Sandbox, error) {
+	top, err := p.Sandbox()
+	if err != nil {
+		return nil, err
+	}
+	return top.Derive(w, opts...)
+}
+
+func (p *Project) newSandbox(sb *spec.Sandbox) (*Sandbox, error) {
+	c := sb.Clone()
+	t, err := mounts.New(c)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sandbox{p: p, sb: c, table: t}
+	s.files = &Files{t: t, sb: c, log: p.log}
+	return s, nil
+}
+
+// backend returns the runner: the project's own, or the OS backend, made
+// once per process.
+func (p *Project) backend() (runner.Runner, error) {
+	if p.runner != nil {
+		return p.runner, nil
+	}
+	osBackend.once.Do(func() { osBackend.r, osBackend.err = newBackend() })
+	return osBackend.r, osBackend.err
+}
+
+var osBackend struct {
+	once sync.Once
+	r    runner.Runner
+	err  error
+}
+
+// Sandbox is one effective sandbox: a project's top level, or a worker
+// derived from it. It is immutable and safe for concurrent use.
+type Sandbox struct {
+	p     *Project
+	sb    *spec.Sandbox
+	table *mounts.Table
+	files *Files
+}
+
+// Spec returns a copy of the sandbox's definition.
+func (s *Sandbox) Spec() *spec.Sandbox { return s.sb.Clone() }
+
+// Summary describes the sandbox as `cordon explain` prints it.
+func (s *Sandbox) Summary() spec.Summary { return spec.Summarize(s.sb) }
+
+// Files returns the file tools and the query API of the sandbox.
+func (s *Sandbox) Files() *Files { return s.files }
+
+// deriveConfig collects DeriveOptions.
+type deriveConfig struct {
+	attach []string
+	policy attach.Policy
+}
+
+// DeriveOption adjusts a derivation.
+type DeriveOption func(*deriveConfig)
+
+// Attach passes files this sandbox can read to the child, which sees them
+// read-only at the same paths. The attach.DefaultPolicy caps them unless
+// AttachPolicy sets another.
+func Attach(paths ...string) DeriveOption {
+	return func(c *deriveConfig) { c.attach = append(c.attach, paths...) }
+}
+
+// AttachPolicy sets the policy the attachments are checked against.
+func AttachPolicy(p attach.Policy) DeriveOption {
+	return func(c *deriveConfig) { c.policy = p }
+}
+
+// Worker loads the worker file at path and derives its sandbox from s.
+func (s *Sandbox) Worker(path string, opts ...DeriveOption) (*Sandbox, error) {
+	w, err := spec.LoadWorker(path)
+	if err != nil {
+		return nil, err
+	}
+	return s.Derive(w, opts...)
+}
+
+// Derive returns the sandbox of worker w started from s: s ∩ w's request
+// (spec.Derive), plus the attachments. Asking for more than s allows, a
+// chain deeper than delegation.max_depth, or an attachment s cannot read is
+// an error that names the rule (matching spec.ErrWidening or one of
+// attach's sentinels); the refusal is recorded in the audit log.
+func (s *Sandbox) Derive(w *spec.Worker, opts ...DeriveOption) (*Sandbox, error) {
+	c := deriveConfig{policy: attach.DefaultPolicy()}
+	for _, o := range opts {
+		o(&c)
+	}
+	child, err := spec.Derive(s.sb, w, s.p.cfg.Delegation.MaxDepth)
+	if err == nil && len(c.attach) > 0 {
+		var ms []spec.Mount
+		ms, err = attach.Resolve(s.table, c.attach, c.policy)
+		if err == nil {
+			child, err = attach.Apply(child, ms)
+		}
+	}
+	if err != nil {
+		if aerr := s.p.log.Denied(s.sb, err); aerr != nil {
+			return nil, errors.Join(err, aerr)
+		}
+		return nil, err
+	}
+	return s.p.newSandbox(child)
+}
+
+// runConfig collects RunOptions.
+type runConfig struct {
+	req runner.Request
+}
+
+// RunOption adjusts a run.
+type RunOption func(*runConfig)
+
+// Stdout streams the command's standard output to w as it comes.
+func Stdout(w io.Writer) RunOption { return func(c *runConfig) { c.req.Stdout = w } }
+
+// Stderr streams the command's standard error to w as it comes.
+func Stderr(w io.Writer) RunOption { return func(c *runConfig) { c.req.Stderr = w } }
+
+// Stdin feeds r to the command's standard input (default: empty).
+func Stdin(r io.Reader) RunOption { return func(c *runConfig) { c.req.Stdin = r } }
+
+// Dir sets the working directory inside the sandbox (default: the
+// workspace).
+func Dir(dir string) RunOption { return func(c *runConfig) { c.req.Dir = dir } }
+
+// Timeout kills the whole sandbox after d; the sandbox's own timeout still
+// applies when it is shorter.
+func Timeout(d time.Duration) RunOption { return func(c *runConfig) { c.req.Timeout = d } }
+
+// Run runs args in the sandbox and returns its typed result: the exit code
+// and the failure type (none, process_error, sandbox_denied with what IS
+// allowed, timeout, oom, setup_error). The error is non-nil only when the
+// run could not be attempted or recorded: the backend is missing, the
+// request is invalid, or the audit log cannot be written (then the command
+// is not started).
+func (s *Sandbox) Run(ctx context.Context, args []string, opts ...RunOption) (runner.Result, error) {
+	var c runConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	c.req.Sandbox, c.req.Args = s.sb, args
+	r, err := s.p.backend()
+	if err != nil {
+		return setupResult(err), err
+	}
+	run, err := s.p.log.Start(s.sb, args, s.table)
+	if err != nil {
+		return setupResult(err), fmt.Errorf("the command was not started: %w", err)
+	}
+	res, err := r.Run(ctx, c.req)
+	if err != nil {
+		if aerr := run.Finish(setupResult(err)); aerr != nil {
+			err = errors.Join(err, aerr)
+		}
+		return setupResult(err), err
+	}
+	if err := run.Finish(res); err != nil {
+		return res, fmt.Errorf("the command ran but its result could not be recorded: %w", err)
+	}
+	return res, nil
+}
+
+func setupResult(err error) runner.Result {
+	return runner.Result{ExitCode: runner.ExitSetupError, FailureType: runner.FailureSetupError, FailureDetail: err.Error()}
+}
+
+// Files is the query API and the file tools of one sandbox: the paths are
+// the ones a command inside sees, and every answer is the one that command
+// would meet. Refusals are recorded in the project's audit log.
+type Files struct {
+	t   *mounts.Table
+	sb  *spec.Sandbox
+	log *audit.Log
+}
+
+// Table returns the underlying mount table.
+func (f *Files) Table() *mounts.Table { return f.t }
+
+// Read returns the text of a file, cut after maxChars characters
+// (mounts.DefaultMaxChars when 0).
+func (f *Files) Read(path string, maxChars int) (string, error) {
+	s, err := f.t.Read(path, maxChars)
+	return s, f.record(err)
+}
+
+// Write creates or replaces a file atomically.
+func (f *Files) Write(path, content string) error { return f.record(f.t.Write(path, content)) }
+
+// List returns the paths under dir whose path relative to it matches
+// pattern ("**" spans levels).
+func (f *Files) List(dir, pattern string) ([]string, error) {
+	out, err := f.t.List(dir, pattern)
+	return out, f.record(err)
+}
+
+// Check returns nil when the sandbox may read (or, with write, write) path,
+// and otherwise the typed error that says what IS allowed.
+func (f *Files) Check(path string, write bool) error { return f.record(f.t.Check(path, write)) }
+
+// CanRead reports whether the sandbox may read path.
+func (f *Files) CanRead(path string) bool { return f.Check(path, false) == nil }
+
+// CanWrite reports whether the sandbox may write path.
+func (f *Files) CanWrite(path string) bool { return f.Check(path, true) == nil }
+
+// Resolve returns the host path of a sandbox path the sandbox may read.
+func (f *Files) Resolve(path string) (string, error) {
+	h, err := f.t.Resolve(path)
+	return h, f.record(err)
+}
+
+// record writes a policy refusal to the audit log; a refusal that cannot be
+// recorded is returned together with the log's error.
+func (f *Files) record(err error) error {
+	if err == nil || !audit.IsPolicyRefusal(err) {
+		return err
+	}
+	if aerr := f.log.Denied(f.sb, err); aerr != nil {
+		return errors.Join(err, aerr)
+	}
+	return err
+}

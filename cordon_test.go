@@ -1,0 +1,240 @@
+package cordon_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/cordon-run/cordon"
+	"github.com/cordon-run/cordon/attach"
+	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/mounts"
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/spec"
+)
+
+// TestMain carries the init hook: Run re-executes this test binary as the
+// sandbox's init.
+func TestMain(m *testing.M) {
+	cordon.Init()
+	os.Exit(m.Run())
+}
+
+// requireSandbox skips a test that starts containers where this host
+// cannot, except under CI=true, where that is a failure.
+func requireSandbox(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("these tests exercise the Linux backend")
+	}
+	if os.Geteuid() == 0 {
+		return
+	}
+	for _, c := range runner.Doctor() {
+		if c.Name == "user namespaces" && c.OK {
+			return
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("needs root or user namespaces to start sandboxes, and CI=true forbids skipping")
+	}
+	t.Skip("needs root or user namespaces to start sandboxes")
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newProjectDir writes a project: a cordon.yaml with an audit log, a
+// workspace with docs/ and src/, and worker files.
+func newProjectDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "cordon.yaml"), "sandbox:\n  root: .\n  deny: [.env]\n  limits: {timeout: 30s}\naudit: audit.jsonl\n")
+	writeFile(t, filepath.Join(dir, "docs", "brief.md"), "the brief\n")
+	writeFile(t, filepath.Join(dir, "src", "main.go"), "package main\n")
+	writeFile(t, filepath.Join(dir, ".env"), "TOKEN=1\n")
+	writeFile(t, filepath.Join(dir, "workers", "pure.worker.yaml"), "name: pure\n")
+	writeFile(t, filepath.Join(dir, "workers", "net.worker.yaml"), "name: net\nsandbox:\n  network: true\n")
+	writeFile(t, filepath.Join(dir, "workers", "src.worker.yaml"), "name: src\nsandbox:\n  restrict: src\n")
+	return dir
+}
+
+func readAudit(t *testing.T, path string) []audit.Record {
+	t.Helper()
+	fh, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	var out []audit.Record
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		var r audit.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("audit line %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestLoadProjectDiscovery checks that the config is found upwards and
+// that without one the workspace profile is rooted at the directory.
+func TestLoadProjectDiscovery(t *testing.T) {
+	dir := newProjectDir(t)
+	p, err := cordon.LoadProject(filepath.Join(dir, "src"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Config().Source; got != filepath.Join(dir, "cordon.yaml") {
+		t.Errorf("config source = %s, want the cordon.yaml above", got)
+	}
+	bare := t.TempDir()
+	p, err = cordon.LoadProject(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := p.Sandbox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if top.Spec().Root != bare || top.Spec().Network.Enabled || p.Config().Source != "profile:workspace" {
+		t.Errorf("no config: sandbox %+v from %s, want the workspace profile at %s", top.Spec(), p.Config().Source, bare)
+	}
+}
+
+// TestDeriveRefusalIsRecorded checks a widening worker: the error names the
+// rule and matches spec.ErrWidening, and the audit log records it.
+func TestDeriveRefusalIsRecorded(t *testing.T) {
+	dir := newProjectDir(t)
+	p, err := cordon.LoadProject(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := p.Worker(filepath.Join(dir, "workers", "net.worker.yaml"))
+	if !errors.Is(err, spec.ErrWidening) || w != nil || !strings.Contains(err.Error(), "rule network") {
+		t.Fatalf("Worker(net) = %v, %v; want a widening refusal naming rule network", w, err)
+	}
+	_, err = p.Worker(filepath.Join(dir, "workers", "pure.worker.yaml"), cordon.Attach(".env"))
+	if !errors.Is(err, attach.ErrOutside) || !errors.Is(err, mounts.ErrDenied) {
+		t.Fatalf("attaching a denied file = %v, want attach.ErrOutside and mounts.ErrDenied", err)
+	}
+	var got []string
+	for _, r := range readAudit(t, filepath.Join(dir, "audit.jsonl")) {
+		got = append(got, r.Via+" "+r.Source+" "+r.Rule)
+	}
+	if want := "api derive network,api attach deny"; strings.Join(got, ",") != want {
+		t.Errorf("audit = %v, want %s", got, want)
+	}
+}
+
+// TestFilesRefusalIsRecorded checks the file tools of a worker: a write
+// outside is refused with the typed error, nothing is written, and the
+// refusal is recorded.
+func TestFilesRefusalIsRecorded(t *testing.T) {
+	dir := newProjectDir(t)
+	p, err := cordon.LoadProject(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := p.Worker(filepath.Join(dir, "workers", "src.worker.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := w.Files()
+	if err := files.Write("new.go", "package main\n"); err != nil {
+		t.Fatal(err)
+	}
+	err = files.Write(filepath.Join(dir, "docs", "brief.md"), "overwritten\n")
+	if !errors.Is(err, mounts.ErrOutsideSandbox) || !strings.Contains(err.Error(), "readable: ") {
+		t.Fatalf("write outside the worker = %v, want ErrOutsideSandbox listing what is readable", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "docs", "brief.md")); string(data) != "the brief\n" {
+		t.Errorf("brief.md changed: %q", data)
+	}
+	if files.CanRead(filepath.Join(dir, "docs", "brief.md")) || !files.CanWrite(filepath.Join(dir, "src", "x.go")) {
+		t.Errorf("CanRead outside = true or CanWrite inside = false")
+	}
+	recs := readAudit(t, filepath.Join(dir, "audit.jsonl"))
+	if len(recs) != 2 || recs[0].Source != audit.SourceQuery || recs[0].Op != "write" || recs[0].Rule != "outside" ||
+		strings.Join(recs[0].Lineage, ">") != "src" {
+		t.Errorf("audit = %+v, want the write and the CanRead refusals as query denials of worker src", recs)
+	}
+}
+
+// TestRunFailsClosedOnAudit checks that a run whose start cannot be
+// recorded is not started.
+func TestRunFailsClosedOnAudit(t *testing.T) {
+	dir := newProjectDir(t)
+	p, err := cordon.LoadProject(dir, cordon.WithAuditFile(filepath.Join(dir, "missing", "audit.jsonl")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := p.Sandbox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, "ran")
+	res, err := top.Run(context.Background(), []string{"touch", marker})
+	if !errors.Is(err, audit.ErrWrite) || res.FailureType != runner.FailureSetupError || res.ExitCode != runner.ExitSetupError {
+		t.Fatalf("Run = %+v, %v; want a set-up failure matching audit.ErrWrite", res, err)
+	}
+	if _, err := os.Lstat(marker); err == nil {
+		t.Errorf("the command ran although its start could not be recorded")
+	}
+}
+
+// TestRunAttachmentStreams runs a pure-function worker with an attachment:
+// output streams to the writers, the attachment is readable and read-only.
+func TestRunAttachmentStreams(t *testing.T) {
+	requireSandbox(t)
+	dir := newProjectDir(t)
+	p, err := cordon.LoadProject(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := p.Worker(filepath.Join(dir, "workers", "pure.worker.yaml"), cordon.Attach("docs/brief.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	brief := filepath.Join(dir, "docs", "brief.md")
+	var stdout, stderr bytes.Buffer
+	res, err := w.Run(context.Background(), []string{"sh", "-c", "cat " + brief + "; echo x >> " + brief},
+		cordon.Stdout(&stdout), cordon.Stderr(&stderr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout.String() != "the brief\n" || !strings.Contains(stderr.String(), "Read-only file system") {
+		t.Errorf("stdout %q stderr %q", stdout.String(), stderr.String())
+	}
+	if res.FailureType != runner.FailureSandboxDenied || res.BlockedPath != brief {
+		t.Errorf("result %+v, want sandbox_denied on %s", res, brief)
+	}
+	if data, _ := os.ReadFile(brief); string(data) != "the brief\n" {
+		t.Errorf("the attachment changed: %q", data)
+	}
+	var events []string
+	for _, r := range readAudit(t, filepath.Join(dir, "audit.jsonl")) {
+		events = append(events, r.Event+"/"+r.Source)
+	}
+	if got := strings.Join(events, ","); got != "start/,run/,denial/runner" {
+		t.Errorf("audit events = %s", got)
+	}
+}

@@ -1,0 +1,26 @@
+// Package mcpserver serves a cordon sandbox to any Model Context Protocol
+// client: an LLM agent gets four tools, each confined to the sandbox.
+//
+//   - read: the text of a file (mounts.Table.Read).
+//   - write: create or replace a file, atomically (mounts.Table.Write).
+//   - list_files: the paths under a directory that match a glob with "**"
+//     (mounts.Table.List).
+//   - shell: a command run as /bin/sh -c inside the sandbox by a
+//     runner.Runner, with an optional timeout no larger than the sandbox's.
+//
+// Every tool description states the boundary: the readable and writable
+// roots, what is denied or protected, the network and the limits, so the
+// model knows what it may do before it tries. Every refusal is a tool error
+// (an IsError result, never a protocol failure) whose text is the sandbox's
+// typed error: it names the path, the rule and what IS allowed. shell
+// returns stdout and stderr (each cut at MaxOutputChars characters, saying
+// so), the exit code and the failure type; when the sandbox caused the
+// failure it appends what the sandbox allows.
+//
+// With an audit log, each shell run is recorded (start and end) and each
+// refusal of a file tool is recorded as a denial. A run whose start cannot
+// be recorded is not run.
+//
+// Use it through `cordon mcp`, or embed it: New, then Run with any
+// transport of the official Go SDK.
+package mcpserver

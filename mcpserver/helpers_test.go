@@ -1,0 +1,202 @@
+package mcpserver_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cordon-run/cordon/runner"
+)
+
+// TestMain carries libcontainer's init hook: the in-process shell tests
+// re-execute this test binary as the container's init.
+func TestMain(m *testing.M) {
+	runner.Init()
+	os.Exit(m.Run())
+}
+
+// requireSandbox skips a test that starts containers where this host
+// cannot, except under CI=true, where that is a failure.
+func requireSandbox(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the shell tool's backend under test is Linux's")
+	}
+	if os.Geteuid() == 0 {
+		return
+	}
+	for _, c := range runner.Doctor() {
+		if c.Name == "user namespaces" && c.OK {
+			return
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("needs root or user namespaces to start sandboxes, and CI=true forbids skipping")
+	}
+	t.Skip("needs root or user namespaces to start sandboxes")
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+	binOut  []byte
+)
+
+// cordonBin builds ./cmd/cordon once (with seccomp) and returns its path. The
+// binary re-executes itself as the container init, so it must be a real
+// build of the command.
+func cordonBin(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "cordon-mcpserver-test-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "cordon")
+		cmd := exec.Command("go", "build", "-tags", "seccomp", "-o", binPath, "../cmd/cordon")
+		binOut, binErr = cmd.CombinedOutput()
+	})
+	if binErr != nil {
+		t.Fatalf("go build ../cmd/cordon: %v\n%s", binErr, binOut)
+	}
+	return binPath
+}
+
+// treeHash maps each path under dir to a digest of its type, mode and
+// content (or link target).
+func treeHash(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		h := sha256.New()
+		h.Write([]byte(fi.Mode().String()))
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			l, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			h.Write([]byte(l))
+		case fi.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			h.Write(b)
+		}
+		out[rel] = hex.EncodeToString(h.Sum(nil))
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("hash %s: %v", dir, err)
+	}
+	return out
+}
+
+// diffTrees returns the paths added, changed or removed between a and b.
+func diffTrees(a, b map[string]string) []string {
+	var out []string
+	for p, h := range b {
+		if a[p] != h {
+			out = append(out, p)
+		}
+	}
+	for p := range a {
+		if _, ok := b[p]; !ok {
+			out = append(out, p+" (removed)")
+		}
+	}
+	return out
+}
+
+// call calls a tool and returns its text and whether it was a tool error.
+// A protocol failure fails the test: refusals must be tool errors.
+func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s %v: protocol failure (want a tool result): %v", tool, args, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), res.IsError
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func symlink(t *testing.T, target, path string) {
+	t.Helper()
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fixture is a project: a workspace with git metadata, a secret, symbolic
+// links out, a data zone with suffix and size rules, and a config.
+type fixture struct {
+	base, ws, outside, data, config, audit string
+}
+
+func newFixture(t *testing.T, extra string) fixture {
+	t.Helper()
+	base := t.TempDir()
+	f := fixture{
+		base: base, ws: filepath.Join(base, "ws"), outside: filepath.Join(base, "outside"),
+		data: filepath.Join(base, "data"), config: filepath.Join(base, "cordon.yaml"),
+		audit: filepath.Join(base, "audit.jsonl"),
+	}
+	writeFile(t, filepath.Join(f.ws, "README.md"), "# project\n")
+	writeFile(t, filepath.Join(f.ws, "src", "main.go"), "package main\n")
+	writeFile(t, filepath.Join(f.ws, ".git", "hooks", "pre-commit"), "#!/bin/sh\nexit 0\n")
+	writeFile(t, filepath.Join(f.ws, ".git", "config"), "[core]\n")
+	writeFile(t, filepath.Join(f.ws, ".env"), "TOKEN=secret\n")
+	writeFile(t, filepath.Join(f.outside, "secret.txt"), "outside\n")
+	writeFile(t, filepath.Join(f.data, "ok.json"), "{}\n")
+	writeFile(t, filepath.Join(f.data, "big.json"), strings.Repeat("x", 100))
+	symlink(t, "/root", filepath.Join(f.ws, "escape"))
+	symlink(t, "../outside", filepath.Join(f.ws, "up"))
+	cfg := `sandbox:
+  root: ws
+  system: host
+  mounts:
+    - {source: data, name: data, suffixes: [.json], max_file_bytes: 64}
+  deny: [.env]
+  protect: [.git/hooks, .git/config]
+  limits: {timeout: 20s}
+audit: audit.jsonl
+` + extra
+	writeFile(t, f.config, cfg)
+	return f
+}

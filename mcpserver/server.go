@@ -1,0 +1,235 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sirupsen/logrus"
+
+	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/mounts"
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/spec"
+)
+
+// Name is the MCP implementation name the server announces.
+const Name = "cordon"
+
+// Options configure a Server.
+type Options struct {
+	// Sandbox is the effective sandbox every tool is confined to.
+	Sandbox *spec.Sandbox
+	// Runner runs the shell tool's commands. Without one the server offers
+	// the file tools only.
+	Runner runner.Runner
+	// Audit, when enabled, records shell runs and file tool refusals.
+	Audit *audit.Log
+	// Version is announced to clients.
+	Version string
+}
+
+// Server is an MCP server whose tools are confined to one sandbox.
+type Server struct {
+	sb     *spec.Sandbox
+	table  *mounts.Table
+	runner runner.Runner
+	log    *audit.Log
+	mcp    *mcp.Server
+	desc   string
+}
+
+// New builds the server and registers its tools: read, write and
+// list_files, and shell when opts.Runner is set.
+func New(opts Options) (*Server, error) {
+	if opts.Sandbox == nil {
+		return nil, ErrNoSandbox
+	}
+	sb := opts.Sandbox.Clone()
+	t, err := mounts.New(sb)
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
+	s := &Server{sb: sb, table: t, runner: opts.Runner, log: opts.Audit}
+	s.desc = Describe(sb, t)
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Version: version}, &mcp.ServerOptions{
+		Instructions: "Every tool of this server runs inside one cordon sandbox.\n" + s.desc,
+	})
+	s.register()
+	return s, nil
+}
+
+// MCP returns the underlying SDK server, to connect it to a transport of
+// the caller's choice.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Run serves one session on t until the client disconnects or ctx ends.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error { return s.mcp.Run(ctx, t) }
+
+// Description returns the statement of the sandbox that every tool
+// description ends with.
+func (s *Server) Description() string { return s.desc }
+
+// Describe states a sandbox for a model: the readable and writable roots,
+// what is denied and protected, the network, the limits and the worker
+// chain.
+func Describe(sb *spec.Sandbox, t *mounts.Table) string {
+	var b strings.Builder
+	b.WriteString("Sandbox (enforced by cordon; paths are as commands in the sandbox see them):\n")
+	fmt.Fprintf(&b, "- readable: %s\n", orNone(t.ReadableRoots()))
+	fmt.Fprintf(&b, "- writable: %s\n", orNone(t.WritableRoots()))
+	if d := t.Deny(); len(d) > 0 {
+		fmt.Fprintf(&b, "- denied (invisible and unwritable): %s\n", strings.Join(d, ", "))
+	}
+	if p := t.Protect(); len(p) > 0 {
+		fmt.Fprintf(&b, "- protected (readable, never writable): %s\n", strings.Join(p, ", "))
+	}
+	if sb.Root != "" {
+		fmt.Fprintf(&b, "- relative paths are relative to the workspace %s\n", sb.Root)
+	} else {
+		b.WriteString("- there is no workspace: give absolute paths\n")
+	}
+	fmt.Fprintf(&b, "- network: %s\n", networkText(sb.Network))
+	fmt.Fprintf(&b, "- limits: %s\n", sb.Limits)
+	if len(sb.Lineage) > 0 {
+		fmt.Fprintf(&b, "- worker chain: %s\n", strings.Join(sb.Lineage, " > "))
+	}
+	return b.String()
+}
+
+func orNone(list []string) string {
+	if len(list) == 0 {
+		return "nothing"
+	}
+	return strings.Join(list, ", ")
+}
+
+func networkText(n spec.Network) string {
+	switch {
+	case !n.Enabled:
+		return "off (network access is disabled for this sandbox)"
+	case len(n.Allow) > 0:
+		return "only " + strings.Join(n.Allow, ", ")
+	}
+	return "on"
+}
+
+// ReadInput is the read tool's input.
+type ReadInput struct {
+	Path     string `json:"path" jsonschema:"the file to read: an absolute path, or a path relative to the workspace"`
+	MaxChars int    `json:"max_chars,omitempty" jsonschema:"the most characters to return (default 200000)"`
+}
+
+// WriteInput is the write tool's input.
+type WriteInput struct {
+	Path    string `json:"path" jsonschema:"the file to create or replace: an absolute path, or a path relative to the workspace"`
+	Content string `json:"content" jsonschema:"the file's new content"`
+}
+
+// ListInput is the list_files tool's input.
+type ListInput struct {
+	Path    string `json:"path,omitempty" jsonschema:"the directory to list (default: the workspace)"`
+	Pattern string `json:"pattern,omitempty" jsonschema:"a glob matched against paths relative to the directory: * matches within one level, ** any number of levels (default *)"`
+}
+
+func (s *Server) register() {
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "read",
+		Description: "Read a text file inside the sandbox. Long files are cut, and the cut is marked.\n\n" + s.desc,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, s.read)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name: "write",
+		Description: "Create or replace a file inside the sandbox with the given content (atomically; missing " +
+			"folders are created). Only writable paths can be written.\n\n" + s.desc,
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true},
+	}, s.write)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name: "list_files",
+		Description: "List the paths under a directory inside the sandbox whose path relative to it matches a " +
+			"glob (* within one level, ** across levels). Denied paths are never listed.\n\n" + s.desc,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, s.list)
+	if s.runner != nil {
+		mcp.AddTool(s.mcp, &mcp.Tool{
+			Name:        "shell",
+			Description: s.shellDescription(),
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(s.sb.Network.Enabled)},
+		}, s.shell)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (s *Server) read(_ context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, any, error) {
+	text, err := s.table.Read(in.Path, in.MaxChars)
+	if errors.Is(err, mounts.ErrNotFile) {
+		// A file mounted on its own (an attachment) is a mount root, which
+		// the table's Read refuses as a directory.
+		if t, ok, ferr := readFileMount(s.table, s.sb.Root, in.Path, in.MaxChars); ok {
+			text, err = t, ferr
+		}
+	}
+	if err != nil {
+		return nil, nil, s.refused(err)
+	}
+	return textResult(text), nil, nil
+}
+
+func (s *Server) write(_ context.Context, _ *mcp.CallToolRequest, in WriteInput) (*mcp.CallToolResult, any, error) {
+	if err := s.table.Write(in.Path, in.Content); err != nil {
+		return nil, nil, s.refused(err)
+	}
+	return textResult(fmt.Sprintf("wrote %d bytes to %s", len(in.Content), in.Path)), nil, nil
+}
+
+func (s *Server) list(_ context.Context, _ *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, any, error) {
+	path := in.Path
+	if path == "" {
+		if s.sb.Root == "" {
+			return nil, nil, fmt.Errorf("give a path: %w; readable: %s",
+				ErrNoWorkspace, orNone(s.table.ReadableRoots()))
+		}
+		path = s.sb.Root
+	}
+	paths, err := s.table.List(path, in.Pattern)
+	if err != nil && !errors.Is(err, mounts.ErrTooMany) {
+		return nil, nil, s.refused(err)
+	}
+	var b strings.Builder
+	for _, p := range paths {
+		b.WriteString(p)
+		b.WriteByte('\n')
+	}
+	if len(paths) == 0 {
+		b.WriteString("(no matches)\n")
+	}
+	if err != nil {
+		fmt.Fprintf(&b, "[cordon: %v]\n", err)
+	}
+	return textResult(b.String()), nil, nil
+}
+
+// refused records a policy refusal in the audit log and returns the error
+// for the tool result. A refusal that cannot be recorded still refuses, and
+// says so.
+func (s *Server) refused(err error) error {
+	if !audit.IsPolicyRefusal(err) {
+		return err
+	}
+	if aerr := s.log.Denied(s.sb, err); aerr != nil {
+		logrus.WithError(aerr).Error("audit log")
+		return fmt.Errorf("%w (and the refusal could not be recorded: %v)", err, aerr)
+	}
+	return err
+}
+
+func textResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}

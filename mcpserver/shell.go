@@ -1,0 +1,198 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sirupsen/logrus"
+
+	"github.com/cordon-run/cordon/runner"
+)
+
+// MaxOutputChars is how many characters of stdout and of stderr the shell
+// tool returns; the rest is cut, and the result says so.
+const MaxOutputChars = 50000
+
+// DefaultShellTimeout is the shell tool's timeout when neither the call nor
+// the sandbox sets one.
+const DefaultShellTimeout = 2 * time.Minute
+
+// ShellInput is the shell tool's input.
+type ShellInput struct {
+	Command string  `json:"command" jsonschema:"the command, run as /bin/sh -c COMMAND in the workspace"`
+	Timeout float64 `json:"timeout,omitempty" jsonschema:"seconds before the whole sandbox is killed; at most the sandbox's own timeout"`
+}
+
+// ShellOutput is the shell tool's structured result.
+type ShellOutput struct {
+	ExitCode      int    `json:"exit_code"`
+	FailureType   string `json:"failure_type"`
+	FailureDetail string `json:"failure_detail,omitempty"`
+	BlockedPath   string `json:"blocked_path,omitempty"`
+	Stdout        string `json:"stdout"`
+	Stderr        string `json:"stderr"`
+	DurationMS    int64  `json:"duration_ms"`
+	// Allowed states what the sandbox allows, when it caused the failure.
+	Allowed string `json:"allowed,omitempty"`
+}
+
+func (s *Server) maxTimeout() time.Duration { return s.sb.Limits.Timeout }
+
+func (s *Server) shellDescription() string {
+	def := s.maxTimeout()
+	limit := fmt.Sprintf("timeout: optional, in seconds, at most %g (the sandbox's own, also the default)", def.Seconds())
+	if def <= 0 {
+		limit = fmt.Sprintf("timeout: optional, in seconds (default %g)", DefaultShellTimeout.Seconds())
+	}
+	return "Run a shell command inside the sandbox: /bin/sh -c COMMAND, in the workspace, with no stdin. " + limit + ". " +
+		fmt.Sprintf("Returns stdout and stderr (each cut at %d characters, and marked when cut), the exit code and the "+
+			"failure type: none, process_error (the command failed), sandbox_denied (the sandbox refused something; "+
+			"the result says what is allowed), timeout, oom or setup_error.\n\n", MaxOutputChars) + s.desc
+}
+
+// timeout returns the run's timeout for the asked seconds (0: default).
+func (s *Server) timeout(seconds float64) (time.Duration, error) {
+	max := s.maxTimeout()
+	switch {
+	case seconds == 0:
+		if max > 0 {
+			return max, nil
+		}
+		return DefaultShellTimeout, nil
+	case seconds < 0 || math.IsNaN(seconds) || math.IsInf(seconds, 0):
+		return 0, &TimeoutError{Seconds: seconds, Max: max}
+	case max > 0 && seconds > max.Seconds():
+		return 0, &TimeoutError{Seconds: seconds, Max: max}
+	}
+	d := time.Duration(seconds * float64(time.Second))
+	if d <= 0 {
+		return 0, &TimeoutError{Seconds: seconds, Max: max}
+	}
+	return d, nil
+}
+
+func (s *Server) shell(ctx context.Context, _ *mcp.CallToolRequest, in ShellInput) (*mcp.CallToolResult, ShellOutput, error) {
+	if strings.TrimSpace(in.Command) == "" {
+		return nil, ShellOutput{}, fmt.Errorf("%w: give a command to run with /bin/sh -c", ErrEmptyCommand)
+	}
+	d, err := s.timeout(in.Timeout)
+	if err != nil {
+		return nil, ShellOutput{}, err
+	}
+	args := []string{"/bin/sh", "-c", in.Command}
+	run, err := s.log.Start(s.sb, args, s.table)
+	if err != nil {
+		return nil, ShellOutput{}, fmt.Errorf("the command was not run: %w", err)
+	}
+	stdout, stderr := newCapture(), newCapture()
+	res, err := s.runner.Run(ctx, runner.Request{Sandbox: s.sb, Args: args, Stdout: stdout, Stderr: stderr, Timeout: d})
+	if err != nil {
+		res = runner.Result{ExitCode: runner.ExitSetupError, FailureType: runner.FailureSetupError, FailureDetail: err.Error()}
+	}
+	out := ShellOutput{
+		ExitCode: res.ExitCode, FailureType: string(res.FailureType), FailureDetail: res.FailureDetail,
+		BlockedPath: res.BlockedPath, DurationMS: res.DurationMS,
+		Stdout: stdout.text("stdout"), Stderr: stderr.text("stderr"),
+	}
+	if res.FailureType == runner.FailureSandboxDenied {
+		out.Allowed = s.allowed()
+	}
+	text := formatShell(out)
+	if aerr := run.Finish(res); aerr != nil {
+		logrus.WithError(aerr).Error("audit log")
+		text += fmt.Sprintf("\n[cordon: the command ran, but its result could not be recorded: %v]\n", aerr)
+		res.FailureType = runner.FailureSetupError
+	}
+	result := textResult(text)
+	result.IsError = res.FailureType != runner.FailureNone
+	return result, out, nil
+}
+
+// allowed states what the sandbox allows, for a failure it caused.
+func (s *Server) allowed() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "writable paths: %s\n", orNone(s.table.WritableRoots()))
+	fmt.Fprintf(&b, "readable paths: %s\n", orNone(s.table.ReadableRoots()))
+	switch n := s.sb.Network; {
+	case !n.Enabled:
+		b.WriteString("network access is disabled for this sandbox\n")
+	case len(n.Allow) > 0:
+		fmt.Fprintf(&b, "network access is limited to: %s\n", strings.Join(n.Allow, ", "))
+	}
+	return b.String()
+}
+
+func formatShell(o ShellOutput) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "exit code: %d\nfailure type: %s\n", o.ExitCode, o.FailureType)
+	if o.FailureType != string(runner.FailureNone) && o.FailureDetail != "" {
+		fmt.Fprintf(&b, "failure: %s\n", o.FailureDetail)
+	}
+	for _, st := range []struct{ name, text string }{{"stdout", o.Stdout}, {"stderr", o.Stderr}} {
+		if st.text == "" {
+			fmt.Fprintf(&b, "%s: (empty)\n", st.name)
+			continue
+		}
+		fmt.Fprintf(&b, "%s:\n%s", st.name, st.text)
+		if !strings.HasSuffix(st.text, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	if o.Allowed != "" {
+		b.WriteString("the sandbox allows:\n")
+		b.WriteString(o.Allowed)
+	}
+	return b.String()
+}
+
+// capture keeps the first bytes of a stream (enough for MaxOutputChars
+// characters) and counts the rest.
+type capture struct {
+	mu    sync.Mutex
+	buf   []byte
+	total int64
+}
+
+// keepBytes is enough bytes for MaxOutputChars characters of UTF-8.
+const keepBytes = MaxOutputChars * utf8.UTFMax
+
+func newCapture() *capture { return &capture{} }
+
+func (c *capture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.total += int64(len(p))
+	if room := keepBytes - len(c.buf); room > 0 {
+		if len(p) > room {
+			c.buf = append(c.buf, p[:room]...)
+		} else {
+			c.buf = append(c.buf, p...)
+		}
+	}
+	return len(p), nil
+}
+
+// text returns the stream cut at MaxOutputChars characters, with a line
+// that says so when it was cut.
+func (c *capture) text(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := string(c.buf)
+	chars := 0
+	for i := range s {
+		if chars == MaxOutputChars {
+			return s[:i] + fmt.Sprintf("\n[cordon: %s cut at %d characters; it had %d bytes]\n", name, MaxOutputChars, c.total)
+		}
+		chars++
+	}
+	if int64(len(c.buf)) < c.total {
+		return s + fmt.Sprintf("\n[cordon: %s cut at %d characters; it had %d bytes]\n", name, MaxOutputChars, c.total)
+	}
+	return s
+}
