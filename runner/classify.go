@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -35,6 +36,9 @@ const (
 	errNotFound
 	// errNoParent is ENOENT while creating a file: its directory is missing.
 	errNoParent
+	// errBusy is EBUSY: a rename or removal of a mount point, which the
+	// sandbox uses to keep deny and protect paths in place.
+	errBusy
 )
 
 // errnoWordings maps the wordings of EROFS, EACCES/EPERM and ENOENT used by
@@ -54,6 +58,8 @@ var errnoWordings = []struct {
 	{"no such file or directory", errNotFound},
 	{"enoent", errNotFound},
 	{"cannot stat", errNotFound},
+	{"device or resource busy", errBusy},
+	{"ebusy", errBusy},
 }
 
 // networkWordings are failures that a disabled network explains.
@@ -85,16 +91,49 @@ var bare = regexp.MustCompile(`(?:^|[\s:=,(])((?:\.{0,2}/|~/|[\w.@+-]+/)[^\s:'",
 // and coreutils put before their message ("/bin/sh: 1: cannot create ...").
 var progPrefix = regexp.MustCompile(`^\S+?: (?:line )?(?:\d+: )?`)
 
-// candidatePaths returns the paths named on one stderr line, quoted ones
-// first. The program name that prefixes the message is skipped when the rest
-// of the line names a path of its own.
+// verbObject matches the object of coreutils' and shells' "cannot VERB X:"
+// wordings, where X may be a bare relative name ("sh: 1: cannot create x:").
+var verbObject = regexp.MustCompile(`cannot (?:create|touch|remove|open|stat|access|move|overwrite|write to)(?: (?:directory|regular file|symbolic link|non-directory))? ([^\s:'"‘’]+):`)
+
+// candidatePaths returns the paths named on one stderr line, most specific
+// first: quoted names, the X of "PROGRAM: X: message", the object of
+// "cannot VERB X:", then any path-looking token. The program name that
+// prefixes the message is never a candidate when the rest names a path.
 func candidatePaths(line string) []string {
-	if loc := progPrefix.FindStringIndex(line); loc != nil {
-		if rest := pathsIn(line[loc[1]:]); len(rest) > 0 {
-			return rest
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		p = strings.TrimRight(p, ".,;")
+		if p == "" || seen[p] || strings.Contains(p, "://") {
+			return
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	rest := line
+	if loc := progPrefix.FindStringIndex(line); loc != nil && loc[1] < len(line) {
+		rest = line[loc[1]:]
+	}
+	for _, m := range quoted.FindAllStringSubmatch(rest, -1) {
+		for _, g := range m[1:] {
+			if g != "" {
+				add(g)
+			}
 		}
 	}
-	return pathsIn(line)
+	if tok, _, ok := strings.Cut(rest, ": "); ok && tok != "" && !strings.ContainsAny(tok, " \t'\"") {
+		add(tok)
+	}
+	for _, m := range verbObject.FindAllStringSubmatch(rest, -1) {
+		add(m[1])
+	}
+	for _, p := range pathsIn(rest) {
+		add(p)
+	}
+	if len(out) == 0 && rest != line {
+		return pathsIn(line)
+	}
+	return out
 }
 
 func pathsIn(line string) []string {
@@ -107,13 +146,6 @@ func pathsIn(line string) []string {
 		}
 		seen[p] = true
 		out = append(out, p)
-	}
-	for _, m := range quoted.FindAllStringSubmatch(line, -1) {
-		for _, g := range m[1:] {
-			if g != "" {
-				add(g)
-			}
-		}
 	}
 	stripped := quoted.ReplaceAllString(line, " ")
 	for _, m := range bare.FindAllStringSubmatch(stripped, -1) {
@@ -152,7 +184,7 @@ func ClassifyDenial(p Policy, sb *spec.Sandbox, cwd, stderr string) (Denial, boo
 			if path == "" {
 				continue
 			}
-			if d, ok := explain(p, path, kind); ok {
+			if d, ok := explain(p, sb, path, kind); ok {
 				return d, true
 			}
 		}
@@ -187,7 +219,7 @@ func absolutize(p, cwd string, sb *spec.Sandbox) string {
 	return filepath.Join(cwd, p)
 }
 
-func explain(p Policy, path string, kind errnoKind) (Denial, bool) {
+func explain(p Policy, sb *spec.Sandbox, path string, kind errnoKind) (Denial, bool) {
 	switch kind {
 	case errReadOnly, errAccess:
 		if err := p.Check(path, true); err != nil {
@@ -198,6 +230,21 @@ func explain(p Policy, path string, kind errnoKind) (Denial, bool) {
 			}
 			return Denial{Path: path, Detail: err.Error()}, true
 		}
+	case errBusy:
+		if sb == nil {
+			break
+		}
+		// A rename or removal of a guarded path or of a directory that
+		// holds one: the mount that keeps it in place refuses.
+		for _, g := range append(append([]string(nil), sb.Protect...), sb.Deny...) {
+			if g == path || strings.HasPrefix(g, strings.TrimSuffix(path, "/")+"/") {
+				detail := fmt.Sprintf("cannot move or remove %s: it is or holds %s, which the sandbox keeps in place", path, g)
+				if err := p.Check(g, true); err != nil {
+					detail += "; " + err.Error()
+				}
+				return Denial{Path: path, Detail: detail}, true
+			}
+		}
 	case errNotFound, errNoParent:
 		if err := p.Check(path, false); err != nil {
 			// Hidden by the sandbox but present on the host (the path or,
@@ -207,7 +254,7 @@ func explain(p Policy, path string, kind errnoKind) (Denial, bool) {
 			if _, serr := os.Lstat(path); serr == nil {
 				return Denial{Path: path, Detail: err.Error()}, true
 			}
-			if dir := filepath.Dir(path); kind == errNoParent && dir != "/" && p.Check(dir, false) != nil {
+			if dir := filepath.Dir(path); dir != "/" && p.Check(dir, false) != nil {
 				if _, serr := os.Lstat(dir); serr == nil {
 					return Denial{Path: path, Detail: err.Error()}, true
 				}

@@ -26,6 +26,9 @@ func TestCandidatePaths(t *testing.T) {
 		{"fatal: Unable to create '/w/.git/index.lock': Read-only file system", "/w/.git/index.lock"},
 		{"cat: /root/.ssh/id_rsa: No such file or directory", "/root/.ssh/id_rsa"},
 		{"mkdir: cannot create directory ‘/usr/q’: Read-only file system", "/usr/q"},
+		{"sh: 1: cannot create to-etc: Read-only file system", "to-etc"},
+		{"cat: .env: Permission denied", ".env"},
+		{"/usr/x: Read-only file system", "/usr/x"},
 	} {
 		t.Run(tc.line, func(t *testing.T) {
 			got := candidatePaths(tc.line)
@@ -67,7 +70,13 @@ func TestClassifyDenial(t *testing.T) {
 		{"python outside", "PermissionError: [Errno 13] Permission denied: '" + outside + "/x'", false, true, outside + "/x", root},
 		{"node erofs", "Error: EROFS: read-only file system, open '/etc/hosts'", false, true, "/etc/hosts", root},
 		{"hidden but exists", "cat: " + outside + "/exists: No such file or directory", false, true, outside + "/exists", root},
-		{"missing everywhere", "cat: " + outside + "/nope: No such file or directory", false, false, "", ""},
+		{"missing in a hidden dir", "cat: " + outside + "/nope: No such file or directory", false, true, outside + "/nope", root},
+		{"missing everywhere", "cat: /nonexistent-cordon/nope: No such file or directory", false, false, "", ""},
+		{"bare relative create", "sh: 1: cannot create .git/hooks/x: Read-only file system", false, true, filepath.Join(root, ".git/hooks/x"), "protect"},
+		{"bare relative name", "cat: .env: Permission denied", false, true, filepath.Join(root, ".env"), "deny"},
+		{"touch in hidden dir", "touch: cannot touch '" + outside + "/new.txt': No such file or directory", false, true, outside + "/new.txt", root},
+		{"busy guarded parent", "mv: cannot move '.git' to '.git-moved': Device or resource busy", false, true, filepath.Join(root, ".git"), ".git/hooks"},
+		{"busy protected file", "rm: cannot remove '.git/hooks': Device or resource busy", false, true, filepath.Join(root, ".git/hooks"), "protect"},
 		{"missing inside workspace", "cat: " + root + "/nope: No such file or directory", false, false, "", ""},
 		{"writable path, real EACCES", "bash: " + root + "/f: Permission denied", false, false, "", ""},
 		{"network off", "curl: (6) Could not resolve host: example.com", false, true, "", "network"},
