@@ -1,0 +1,728 @@
+package darwin
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/cordon-run/cordon/spec"
+)
+
+// DefaultTag is the tag Profile puts on deny rules when ProfileOptions.Tag is
+// empty. A run uses a unique tag instead (see NewTag).
+const DefaultTag = "cordon"
+
+// ProfileOptions tunes Profile.
+type ProfileOptions struct {
+	// Tag is put on every deny rule as (with message "TAG"), so the
+	// denials macOS logs can be tied to one run. It must be unique per run,
+	// and may hold only letters, digits, '.', '_' and '-' (at most 64).
+	// "" means DefaultTag.
+	Tag string
+	// Canon canonicalizes an absolute path the way Seatbelt sees it. nil
+	// means Canonicalize, the real one for this host. Tests pass a fixed
+	// function so that profiles do not depend on the host.
+	Canon func(string) string
+}
+
+// tagPattern is what a tag may look like: it goes into a string literal and
+// into a log predicate, so it is kept to a harmless alphabet.
+var tagPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// DarwinSystemDirs are the directories `system: host` makes readable on
+// macOS: the host's HostSystemDirs that macOS has. The list is fixed, not
+// probed, so that a profile generated on Linux for review is the one a Mac
+// would get.
+var DarwinSystemDirs = []string{"/usr", "/bin", "/sbin", "/etc"}
+
+// DeveloperDirs are also readable with `system: host`: /usr/bin/git, cc
+// and friends are shims that run the real tools from the Command Line
+// Tools or Xcode, so without them the usual developer commands fail.
+var DeveloperDirs = []string{
+	"/Library/Developer/CommandLineTools",
+	"/Applications/Xcode.app",
+	"/private/var/db/xcode_select_link",
+}
+
+// darwinSecrets are masked whenever the host system is visible: the same
+// patterns as spec's host secrets (harmless where a file does not exist)
+// plus macOS's own password database. A '*' matches within one name.
+var darwinSecrets = []string{
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+	"/etc/ssh/ssh_host_*key", "/etc/ssl/private", "/etc/sudoers", "/etc/sudoers.d",
+	"/etc/security/opasswd", "/etc/krb5.keytab", "/etc/master.passwd",
+}
+
+// startupReads are the system files every process needs to start, whatever
+// the sandbox's system setting: dyld, the dyld shared cache (in the
+// cryptexes since macOS 13, in /System/Library/dyld and /private/var/db/dyld
+// before), the libraries in /usr/lib and /System/Library, Rosetta and
+// Apple's frameworks in /Library/Apple, locale, terminfo and time zone data,
+// and /private/var/select, where /bin/sh finds the shell it runs.
+// /System is not allowed whole: /System/Volumes/Data holds every user's
+// files under a second name.
+var startupReads = []string{
+	"/usr/lib",
+	"/usr/share/locale",
+	"/usr/share/terminfo",
+	"/usr/share/zoneinfo",
+	"/System/Library",
+	"/System/Cryptexes",
+	"/System/Volumes/Preboot/Cryptexes",
+	"/Library/Apple",
+	"/private/var/db/dyld",
+	"/private/var/db/timezone",
+	"/private/var/select",
+}
+
+// startupLiterals are single files every process may read.
+var startupLiterals = []string{"/private/etc/localtime", "/dev/random", "/dev/urandom"}
+
+// devReadWrite are the device nodes a process may read and write; /dev/tty
+// is the controlling terminal, which exists only in a run with a pty.
+var devReadWrite = []string{"/dev/null", "/dev/zero", "/dev/tty", "/dev/dtracehelper"}
+
+// devIoctl are the device nodes a process may use ioctl on, besides the
+// terminals matched by ttyRegex.
+var devIoctl = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/dtracehelper"}
+
+// ttyRegex matches pseudo-terminal devices. Only ioctl is allowed on them
+// (a terminal the process holds open, such as its pty): opening another
+// one stays denied.
+const ttyRegex = "^/dev/ttys[0-9]+$"
+
+// machServices are the Mach services a command-line process needs: the
+// system log, notifications (time zone changes, for one) and the user and
+// group database (getpwuid, which git, ssh and Python's expanduser use).
+var machServices = []string{
+	"com.apple.logd",
+	"com.apple.system.logger",
+	"com.apple.system.notification_center",
+	"com.apple.system.opendirectoryd.libinfo",
+	"com.apple.system.opendirectoryd.membership",
+}
+
+// networkMachServices are added when the network is on: DNS resolution and
+// TLS certificate checks go through them.
+var networkMachServices = []string{
+	"com.apple.SecurityServer",
+	"com.apple.SystemConfiguration.DNSConfiguration",
+	"com.apple.SystemConfiguration.configd",
+	"com.apple.dnssd.service",
+	"com.apple.networkd",
+	"com.apple.ocspd",
+	"com.apple.trustd.agent",
+}
+
+// networkReads are the resolver and certificate files a networked process
+// reads, allowed when the network is on even without `system: host`.
+var networkReads = []string{
+	"/private/etc/hosts",
+	"/private/etc/resolv.conf",
+	"/private/etc/services",
+	"/private/etc/protocols",
+	"/private/etc/ssl/cert.pem",
+	"/private/etc/ssl/certs",
+	"/private/var/run/resolv.conf",
+}
+
+// rule is one SBPL rule: (ACTION OPS... [FILTER] [(with message TAG)]).
+type rule struct {
+	action string
+	ops    []string
+	filter string
+	tagged bool
+}
+
+// section is a commented group of rules.
+type section struct {
+	comment string
+	rules   []rule
+}
+
+// area is a readable directory of the sandbox: the workspace, a mount, or
+// a system directory.
+type area struct {
+	path string // as given
+	rw   bool
+}
+
+// profileBuilder holds one profile being built.
+type profileBuilder struct {
+	sb      *spec.Sandbox
+	canon   func(string) string
+	tag     string
+	network bool // network on after degradation
+	err     error
+
+	areas   []area   // canonical paths, sorted parents first
+	rwAreas []string // canonical paths of the rw areas
+	denied  []string // canonical deny paths (sb.Deny and secrets), every spelling
+}
+
+// Profile returns the Seatbelt profile that enforces sb. It works on every
+// OS. It returns an *UnenforceableError when sb asks for something Seatbelt
+// cannot enforce (see Unsupported) and an error matching ErrUnsafeString
+// when a path cannot be written safely into a profile.
+func Profile(sb *spec.Sandbox, opts ProfileOptions) (string, error) {
+	if sb == nil {
+		return "", fmt.Errorf("%w: nil sandbox", ErrBadRequest)
+	}
+	if err := checkSandboxStrings(sb); err != nil {
+		return "", err
+	}
+	if refused, _ := Unsupported(sb); len(refused) > 0 {
+		return "", &UnenforceableError{Features: refused}
+	}
+	tag := opts.Tag
+	if tag == "" {
+		tag = DefaultTag
+	}
+	if !tagPattern.MatchString(tag) {
+		return "", fmt.Errorf("tag %q: %w: use 1 to 64 letters, digits, '.', '_' or '-'", tag, ErrUnsafeString)
+	}
+	canon := opts.Canon
+	if canon == nil {
+		canon = Canonicalize
+	}
+	b := &profileBuilder{
+		sb:      sb,
+		canon:   canon,
+		tag:     tag,
+		network: sb.Network.Enabled && len(sb.Network.Allow) == 0,
+	}
+	sections := b.build()
+	if b.err != nil {
+		return "", b.err
+	}
+	return b.render(sections)
+}
+
+// checkSandboxStrings refuses the sandbox's paths that cannot be written
+// into a profile, before anything else is judged.
+func checkSandboxStrings(sb *spec.Sandbox) error {
+	paths := map[string][]string{"workspace": {sb.Root}, "deny path": sb.Deny, "protect path": sb.Protect, "system rootfs": {sb.System.Rootfs}}
+	for _, m := range sb.Mounts {
+		paths["mount"] = append(paths["mount"], m.Source, m.Target)
+	}
+	for _, what := range []string{"workspace", "mount", "deny path", "protect path", "system rootfs"} {
+		for _, p := range paths[what] {
+			if err := checkString(what, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// canonical returns p as Seatbelt sees it, after checking it can be written
+// into the profile.
+func (b *profileBuilder) canonical(what, p string) string {
+	if b.err != nil {
+		return p
+	}
+	if err := checkString(what, p); err != nil {
+		b.err = err
+		return p
+	}
+	if !filepath.IsAbs(p) {
+		b.err = fmt.Errorf("%s %q: %w: the path is not absolute", what, p, ErrUnsafeString)
+		return p
+	}
+	c := b.canon(filepath.Clean(p))
+	if !filepath.IsAbs(c) {
+		b.err = fmt.Errorf("%s %q: %w: it canonicalizes to %q, which is not absolute", what, p, ErrUnsafeString, c)
+		return p
+	}
+	c = privateForm(filepath.Clean(c))
+	if err := checkString(what, c); err != nil {
+		b.err = err
+	}
+	return c
+}
+
+// allowSpellings are the names an allow rule uses for p: the canonical one
+// and its /private alias. The spelling as given is not used when it goes
+// through another symbolic link: an allow on the link's own path would let
+// the sandbox replace the link, which lies outside its mounts.
+func (b *profileBuilder) allowSpellings(what, p string) []string {
+	c := b.canonical(what, p)
+	return withAlias(c)
+}
+
+// denySpellings are the names a deny rule uses for p: every spelling, given
+// and canonical, each with its /private alias. A deny can only ever be too
+// wide, so it errs on the side of more names.
+func (b *profileBuilder) denySpellings(what, p string) []string {
+	c := b.canonical(what, p)
+	out := withAlias(c)
+	for _, s := range withAlias(filepath.Clean(p)) {
+		out = appendUnique(out, s)
+	}
+	return out
+}
+
+func withAlias(p string) []string {
+	if a := firmlinkAlias(p); a != "" {
+		return []string{p, a}
+	}
+	return []string{p}
+}
+
+func appendUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// build computes the profile's sections in their order. Every allow of a
+// file operation comes before the first file deny, so that the denies win
+// under Seatbelt's last-match rule.
+func (b *profileBuilder) build() []section {
+	b.collectAreas()
+	b.collectDenied()
+	var out []section
+	out = append(out, b.processSection(), b.machSection(), b.startupSection(), b.ancestorSection())
+	out = append(out, b.areaSections()...)
+	out = append(out, b.denySection(), b.protectSection(), b.guardSection(), b.networkSection())
+	return out
+}
+
+func (b *profileBuilder) collectAreas() {
+	sb := b.sb
+	var raw []area
+	if sb.Root != "" {
+		raw = append(raw, area{path: sb.Root, rw: !sb.Readonly})
+	}
+	// fixed are macOS's own directories: they are spelled as macOS has them
+	// (only /etc is a link there), not resolved against this host, which
+	// may not be a Mac.
+	fixed := map[string]bool{}
+	user := map[string]bool{}
+	for _, m := range sb.Mounts {
+		t := m.Target
+		if t == "" {
+			t = m.Source
+		}
+		raw = append(raw, area{path: t, rw: !m.Readonly})
+		user[t] = true
+	}
+	if sb.Root != "" {
+		user[sb.Root] = true
+	}
+	if sb.System.Kind == spec.SystemHost {
+		for _, d := range DarwinSystemDirs {
+			if !user[d] {
+				raw = append(raw, area{path: d})
+				fixed[d] = true
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, a := range raw {
+		c := privateForm(a.path)
+		if !fixed[a.path] {
+			c = b.canonical("path", a.path)
+		}
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		b.areas = append(b.areas, area{path: c, rw: a.rw})
+		if a.rw {
+			b.rwAreas = append(b.rwAreas, c)
+		}
+	}
+	// Parents first; at the same depth the order is the sandbox's own
+	// (workspace, mounts, system), so that no name can move a rule.
+	sort.SliceStable(b.areas, func(i, j int) bool { return depth(b.areas[i].path) < depth(b.areas[j].path) })
+}
+
+func (b *profileBuilder) collectDenied() {
+	for _, d := range b.sb.Deny {
+		for _, s := range b.denySpellings("deny path", d) {
+			b.denied = appendUnique(b.denied, s)
+		}
+	}
+}
+
+// secretRegexes are the regexes of the host secrets, when the host system is
+// visible, in both spellings of /etc.
+func (b *profileBuilder) secretRegexes() []string {
+	if b.sb.System.Kind != spec.SystemHost {
+		return nil
+	}
+	var out []string
+	for _, s := range darwinSecrets {
+		for _, sp := range withAlias(privateForm(s)) {
+			out = append(out, globRegex(sp))
+		}
+	}
+	return out
+}
+
+// globRegex is pathRegex for a path whose '*' matches within one name.
+func globRegex(p string) string {
+	parts := strings.Split(p, "*")
+	re := ""
+	for i, part := range parts {
+		r := pathRegex(part, false)
+		r = strings.TrimSuffix(strings.TrimPrefix(r, "^"), "$")
+		if i > 0 {
+			re += "[^/]*"
+		}
+		re += r
+	}
+	return "^" + re + "(/.*)?$"
+}
+
+func (b *profileBuilder) processSection() section {
+	return section{
+		comment: "Processes: fork and exec; signals and process information only within this sandbox; sysctl reads. No hard links: Seatbelt judges a file by the name it is opened with, so a new link would be a second name for a denied or protected file.",
+		rules: []rule{
+			{action: "deny", ops: []string{"file-link"}, tagged: true},
+			{action: "allow", ops: []string{"process-fork"}},
+			{action: "allow", ops: []string{"process-exec"}},
+			{action: "deny", ops: []string{"process-info*"}, tagged: true},
+			{action: "allow", ops: []string{"process-info*"}, filter: "(target same-sandbox)"},
+			{action: "allow", ops: []string{"signal"}, filter: "(target same-sandbox)"},
+			{action: "allow", ops: []string{"sysctl-read"}},
+		},
+	}
+}
+
+func (b *profileBuilder) machSection() section {
+	s := section{comment: "Mach services a command-line process needs: logging, notifications, user and group lookups."}
+	for _, name := range machServices {
+		s.rules = append(s.rules, rule{action: "allow", ops: []string{"mach-lookup"}, filter: "(global-name " + quote(name) + ")"})
+	}
+	s.rules = append(s.rules, rule{action: "allow", ops: []string{"ipc-posix-shm-read-data"},
+		filter: "(ipc-posix-name " + quote("apple.shm.notification_center") + ")"})
+	return s
+}
+
+// startupPaths are the directories and files read by startupSection as
+// subpaths: startupReads, DeveloperDirs with `system: host`, networkReads
+// with the network on.
+func (b *profileBuilder) startupPaths() []string {
+	out := append([]string(nil), startupReads...)
+	if b.sb.System.Kind == spec.SystemHost {
+		out = append(out, DeveloperDirs...)
+	}
+	if b.network {
+		out = append(out, networkReads...)
+	}
+	return out
+}
+
+func (b *profileBuilder) startupSection() section {
+	s := section{comment: "System files a process needs to start: dyld and its shared cache, system libraries, locale, terminfo, time zones, a few devices."}
+	read := func(op string, filter string) {
+		s.rules = append(s.rules, rule{action: "allow", ops: []string{"file-read*"}, filter: "(" + op + " " + filter + ")"})
+	}
+	for _, p := range b.startupPaths() {
+		read("subpath", quote(p))
+	}
+	for _, p := range startupLiterals {
+		read("literal", quote(p))
+	}
+	for _, p := range devReadWrite {
+		s.rules = append(s.rules, rule{action: "allow", ops: []string{"file-read*", "file-write*"}, filter: "(literal " + quote(p) + ")"})
+	}
+	s.rules = append(s.rules, rule{action: "allow", ops: []string{"file-read*", "file-write*"}, filter: "(subpath " + quote("/dev/fd") + ")"})
+	for _, p := range devIoctl {
+		s.rules = append(s.rules, rule{action: "allow", ops: []string{"file-ioctl"}, filter: "(literal " + quote(p) + ")"})
+	}
+	s.rules = append(s.rules, rule{action: "allow", ops: []string{"file-ioctl"}, filter: "(regex " + regexLiteral(ttyRegex) + ")"})
+	return s
+}
+
+// ancestorSection lets a process stat (not list or read) every directory
+// above a readable root, so that realpath, getcwd and shells can walk
+// down to it. Directories inside a deny path are left out.
+func (b *profileBuilder) ancestorSection() section {
+	var roots []string
+	for _, a := range b.areas {
+		roots = append(roots, withAlias(a.path)...)
+	}
+	for _, p := range b.startupPaths() {
+		roots = append(roots, withAlias(p)...)
+	}
+	set := map[string]bool{}
+	for _, r := range roots {
+		for _, a := range ancestors(r) {
+			if !b.inDenied(a) {
+				set[a] = true
+			}
+		}
+	}
+	var list []string
+	for a := range set {
+		list = append(list, a)
+	}
+	sort.Strings(list)
+	s := section{comment: "Metadata (stat, not listing) of the directories above every readable root."}
+	for _, a := range list {
+		s.rules = append(s.rules, rule{action: "allow", ops: []string{"file-read-metadata"}, filter: "(literal " + quote(a) + ")"})
+	}
+	return s
+}
+
+// inDenied reports whether p lies in a deny path, ignoring case as the
+// filesystem does.
+func (b *profileBuilder) inDenied(p string) bool {
+	lp := strings.ToLower(p)
+	for _, d := range b.denied {
+		if isUnder(lp, strings.ToLower(d)) {
+			return true
+		}
+	}
+	return false
+}
+
+// inRW reports whether p lies in a read-write area.
+func (b *profileBuilder) inRW(p string) bool {
+	for _, w := range b.rwAreas {
+		if isUnder(p, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// areaSections allow reading every area and writing the read-write ones,
+// parents before children, and deny writing a read-only area that lies in
+// a writable one; a child's rule comes later and so wins inside it.
+func (b *profileBuilder) areaSections() []section {
+	s := section{comment: "The workspace, the mounts and the system directories: read everywhere, write where read-write; parents first, so a nested mount's own mode wins inside it."}
+	for _, a := range b.areas {
+		for _, sp := range withAlias(a.path) {
+			s.rules = append(s.rules, rule{action: "allow", ops: []string{"file-read*"}, filter: "(subpath " + quote(sp) + ")"})
+		}
+		if a.rw {
+			for _, sp := range withAlias(a.path) {
+				s.rules = append(s.rules, rule{action: "allow", ops: []string{"file-write*"}, filter: "(subpath " + quote(sp) + ")"})
+			}
+		} else if b.inRWStrictly(a.path) {
+			for _, sp := range withAlias(a.path) {
+				s.rules = append(s.rules, rule{action: "deny", ops: []string{"file-write*"}, filter: "(regex " + regexLiteral(pathRegex(sp, true)) + ")", tagged: true})
+			}
+		}
+	}
+	return []section{s}
+}
+
+// inRWStrictly reports whether p lies strictly below a read-write area.
+func (b *profileBuilder) inRWStrictly(p string) bool {
+	for _, w := range b.rwAreas {
+		if p != w && isUnder(p, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *profileBuilder) denySection() section {
+	s := section{comment: "Deny paths: neither readable nor writable, whatever mount holds them (case-insensitive, every spelling)."}
+	ops := []string{"file-read*", "file-write*", "process-exec"}
+	for _, d := range b.denied {
+		s.rules = append(s.rules, rule{action: "deny", ops: ops, filter: "(regex " + regexLiteral(pathRegex(d, true)) + ")", tagged: true})
+	}
+	for _, re := range b.secretRegexes() {
+		s.rules = append(s.rules, rule{action: "deny", ops: ops, filter: "(regex " + regexLiteral(re) + ")", tagged: true})
+	}
+	return s
+}
+
+func (b *profileBuilder) protectSection() section {
+	s := section{comment: "Protect paths: readable, never writable, even when missing at start."}
+	for _, p := range b.sb.Protect {
+		for _, sp := range b.denySpellings("protect path", p) {
+			s.rules = append(s.rules, rule{action: "deny", ops: []string{"file-write*"}, filter: "(regex " + regexLiteral(pathRegex(sp, true)) + ")", tagged: true})
+		}
+	}
+	return s
+}
+
+// guardSection pins the directories above every deny path, protect path and
+// nested read-only mount, wherever the sandbox could otherwise write them:
+// without it, renaming a parent away would carry the guarded tree out from
+// under its rule, and creating a missing parent could plant one.
+func (b *profileBuilder) guardSection() section {
+	var guarded []string
+	guarded = append(guarded, b.denied...)
+	for _, p := range b.sb.Protect {
+		guarded = append(guarded, b.denySpellings("protect path", p)...)
+	}
+	for _, a := range b.areas {
+		if !a.rw && b.inRWStrictly(a.path) {
+			guarded = append(guarded, withAlias(a.path)...)
+		}
+	}
+	set := map[string]bool{}
+	for _, g := range guarded {
+		for _, a := range ancestors(g) {
+			if a != "/" && b.inRW(a) {
+				set[a] = true
+			}
+		}
+	}
+	var list []string
+	for a := range set {
+		list = append(list, a)
+	}
+	sort.Strings(list)
+	s := section{comment: "Parents of deny, protect and nested read-only paths: not renamable, removable or creatable, so nothing can move a guarded tree out from under its rule."}
+	for _, a := range list {
+		s.rules = append(s.rules, rule{action: "deny", ops: []string{"file-write*"}, filter: "(regex " + regexLiteral(pathRegex(a, false)) + ")", tagged: true})
+	}
+	return s
+}
+
+func (b *profileBuilder) networkSection() section {
+	if !b.network {
+		return section{
+			comment: "Network off: no sockets to any address, Unix sockets included; socket pairs between this sandbox's processes still work.",
+			rules: []rule{
+				{action: "allow", ops: []string{"system-socket"}, filter: "(socket-domain AF_UNIX)"},
+				{action: "deny", ops: []string{"network*"}, tagged: true},
+			},
+		}
+	}
+	s := section{comment: "Network on: every address, plus the services DNS and TLS need."}
+	s.rules = append(s.rules,
+		rule{action: "allow", ops: []string{"network*"}},
+		rule{action: "allow", ops: []string{"system-socket"}},
+	)
+	for _, name := range networkMachServices {
+		s.rules = append(s.rules, rule{action: "allow", ops: []string{"mach-lookup"}, filter: "(global-name " + quote(name) + ")"})
+	}
+	return s
+}
+
+// render writes the profile text and checks every literal's length.
+func (b *profileBuilder) render(sections []section) (string, error) {
+	var out strings.Builder
+	out.WriteString(";; cordon Seatbelt profile (generated). Seatbelt applies the last rule that matches.\n")
+	out.WriteString("(version 1)\n")
+	out.WriteString("(deny default (with message " + quote(b.tag) + "))\n")
+	for _, s := range sections {
+		if len(s.rules) == 0 {
+			continue
+		}
+		out.WriteString("\n;; " + s.comment + "\n")
+		for _, r := range s.rules {
+			if err := checkLiteralLengths(r.filter); err != nil {
+				return "", err
+			}
+			out.WriteString("(" + r.action + " " + strings.Join(r.ops, " "))
+			if r.filter != "" {
+				out.WriteString(" " + r.filter)
+			}
+			if r.tagged {
+				out.WriteString(" (with message " + quote(b.tag) + ")")
+			}
+			out.WriteString(")\n")
+		}
+	}
+	return out.String(), nil
+}
+
+// checkLiteralLengths refuses a filter whose string is longer than
+// sandbox-exec accepts.
+func checkLiteralLengths(filter string) error {
+	start := strings.IndexByte(filter, '"')
+	if start < 0 {
+		return nil
+	}
+	if n := len(filter) - start; n > maxStringBytes {
+		return fmt.Errorf("%w: a path is too long for a Seatbelt profile (%d bytes in %.60s...; at most %d): use a shorter path or run on Linux",
+			ErrUnsafeString, n, filter, maxStringBytes)
+	}
+	return nil
+}
+
+// Unsupported reports what of sb Seatbelt cannot enforce. refused are
+// features that stop the run: remapped mounts and a rootfs always, limits
+// and a network allow list when sb.RequireOSSandbox is true, and deny or
+// protect names with non-ASCII characters. degraded are the limits and the
+// allow list when sb.RequireOSSandbox is false: the run goes ahead without
+// them (an allow list becomes no network) and reports them. Each entry is a
+// sentence that names the feature and says it works on Linux.
+func Unsupported(sb *spec.Sandbox) (refused []string, degraded []string) {
+	if sb == nil {
+		return nil, nil
+	}
+	for _, m := range sb.Mounts {
+		if m.Target != "" && filepath.Clean(m.Target) != filepath.Clean(m.Source) {
+			refused = append(refused, fmt.Sprintf("mount %s at %s: Seatbelt cannot remap paths, so a mount's target must equal its source; remapped mounts work on Linux", m.Source, m.Target))
+		}
+	}
+	if sb.System.Kind == spec.SystemRootfs {
+		refused = append(refused, fmt.Sprintf("system: %s: Seatbelt cannot give a process another root filesystem; use system: host or none; a rootfs works on Linux", sb.System.Rootfs))
+	}
+	var limits []string
+	if sb.Limits.Memory > 0 {
+		limits = append(limits, "memory limit ("+spec.FormatBytes(sb.Limits.Memory)+")")
+	}
+	if sb.Limits.Pids > 0 {
+		limits = append(limits, fmt.Sprintf("pids limit (%d)", sb.Limits.Pids))
+	}
+	if sb.Limits.CPUs > 0 {
+		limits = append(limits, fmt.Sprintf("cpus limit (%g)", sb.Limits.CPUs))
+	}
+	for _, l := range limits {
+		if sb.RequireOSSandbox {
+			refused = append(refused, l+": macOS has no per-sandbox resource limits; this works on Linux (cgroups); set require_os_sandbox: false to run without it")
+		} else {
+			degraded = append(degraded, l+": not enforced on macOS; this works on Linux (cgroups)")
+		}
+	}
+	if sb.Network.Enabled && len(sb.Network.Allow) > 0 {
+		list := strings.Join(sb.Network.Allow, ", ")
+		if sb.RequireOSSandbox {
+			refused = append(refused, "network allow list ("+list+"): Seatbelt cannot filter connections by host name, and the filtering proxy that would enforce it does not exist yet; use network: true or false, or set require_os_sandbox: false to run with the network off")
+		} else {
+			degraded = append(degraded, "network allow list ("+list+"): not enforceable on macOS, so the network is off instead")
+		}
+	}
+	for _, p := range append(append([]string(nil), sb.Deny...), sb.Protect...) {
+		if rel := belowArea(sb, p); !isASCII(rel) {
+			refused = append(refused, fmt.Sprintf("deny or protect path %s: macOS treats differently composed Unicode names as the same file but Seatbelt compares bytes, so a rule on a non-ASCII name could be sidestepped; rename it (deny and protect by name work on Linux)", p))
+		}
+	}
+	return refused, degraded
+}
+
+// belowArea returns the part of p below the deepest workspace or mount that
+// holds it, or p itself when none does.
+func belowArea(sb *spec.Sandbox, p string) string {
+	best := ""
+	consider := func(a string) {
+		if a != "" && isUnder(p, a) && len(a) > len(best) {
+			best = a
+		}
+	}
+	consider(sb.Root)
+	for _, m := range sb.Mounts {
+		consider(m.Source)
+	}
+	if best == "" {
+		return p
+	}
+	return strings.TrimPrefix(p, best)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,240 @@
+//go:build darwin
+
+package darwin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/cordon-run/cordon/mounts"
+	"github.com/cordon-run/cordon/runner"
+)
+
+// scanInterval is how often a run's process table is scanned to record
+// processes that might leave its session.
+const scanInterval = 100 * time.Millisecond
+
+// seatbelt is the Runner over sandbox-exec.
+type seatbelt struct{}
+
+// New returns the Seatbelt runner. It fails with ErrUnsupported when
+// /usr/bin/sandbox-exec is missing.
+func New() (runner.Runner, error) {
+	fi, err := os.Stat(SandboxExec)
+	if err != nil || fi.IsDir() {
+		return nil, fmt.Errorf("%w: %s is missing", ErrUnsupported, SandboxExec)
+	}
+	return seatbelt{}, nil
+}
+
+// Run runs req.Args under sandbox-exec with the profile of req.Sandbox, in
+// a new session (so it has no controlling terminal unless req.TTY gives it
+// a pty, and its process group can be killed whole).
+func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+	start := time.Now()
+	if req.Sandbox == nil {
+		return runner.Result{}, fmt.Errorf("%w: no sandbox", ErrBadRequest)
+	}
+	if len(req.Args) == 0 {
+		return runner.Result{}, fmt.Errorf("%w: no command", ErrBadRequest)
+	}
+	sb := req.Sandbox
+	refused, degraded := Unsupported(sb)
+	fail := func(err error) (runner.Result, error) {
+		return setupFailure(newResult(sb, degraded, time.Since(start)), err), nil
+	}
+	if len(refused) > 0 {
+		return fail(&UnenforceableError{Features: refused})
+	}
+	if len(degraded) > 0 {
+		logrus.WithField("unenforced", degraded).Debug("seatbelt: running with degraded enforcement")
+	}
+
+	tmpHost, err := os.MkdirTemp("", "cordon-")
+	if err != nil {
+		return fail(fmt.Errorf("private temporary directory: %w", err))
+	}
+	defer os.RemoveAll(tmpHost)
+	tmp := Canonicalize(tmpHost)
+	runSb := withTempDir(sb, tmp)
+	tag := NewTag()
+	profile, err := Profile(runSb, ProfileOptions{Tag: tag})
+	if err != nil {
+		return fail(err)
+	}
+	argv, err := commandLine(profile, req.Args, sb.Limits.FileSize)
+	if err != nil {
+		return fail(err)
+	}
+	table, err := mounts.New(runSb)
+	if err != nil {
+		return fail(err)
+	}
+	cwd := workDir(req, tmp)
+
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = processEnv(sb, tmp, os.LookupEnv)
+	cmd.Dir = cwd
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.WaitDelay = 2 * time.Second
+	outCap := &cappedWriter{w: req.Stdout, limit: sb.Limits.Output}
+	errCap := &cappedWriter{w: req.Stderr, limit: sb.Limits.Output}
+	tail := &tailBuffer{max: stderrTailBytes}
+	var term *ptyPair
+	if req.TTY {
+		if term, err = openPTY(); err != nil {
+			return fail(err)
+		}
+		defer term.close()
+		term.resize(req.TermSize)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = term.slave, term.slave, term.slave
+		cmd.SysProcAttr.Setctty = true
+		cmd.SysProcAttr.Ctty = 0
+	} else {
+		cmd.Stdin = req.Stdin
+		cmd.Stdout = outCap
+		cmd.Stderr = io.MultiWriter(errCap, tail)
+	}
+	if err := cmd.Start(); err != nil {
+		return fail(fmt.Errorf("start %s: %w", argv[0], err))
+	}
+	if term != nil {
+		term.slave.Close()
+		term.copy(req.Stdin, io.MultiWriter(outCap, tail))
+	}
+	pid := cmd.Process.Pid
+	tracker := newProcTracker(pid, pid, os.Getpid())
+	exited := make(chan struct{})
+	go func() {
+		waitExit(pid)
+		close(exited)
+	}()
+
+	var timeoutC <-chan time.Time
+	if t := req.EffectiveTimeout(); t > 0 {
+		timer := time.NewTimer(t)
+		defer timer.Stop()
+		timeoutC = timer.C
+	}
+	ticker := time.NewTicker(scanInterval)
+	defer ticker.Stop()
+	timedOut, canceled, interrupts := false, false, 0
+loop:
+	for {
+		select {
+		case <-exited:
+			break loop
+		case <-ticker.C:
+			if procs, err := listProcs(); err == nil {
+				tracker.observe(procs)
+			}
+		case <-timeoutC:
+			timedOut = true
+			break loop
+		case <-ctx.Done():
+			canceled = true
+			break loop
+		case sig := <-req.Signals:
+			if sig == syscall.SIGWINCH {
+				if term != nil {
+					term.resize(req.TermSize)
+				}
+				continue
+			}
+			if sig == os.Interrupt || sig == syscall.SIGTERM {
+				if interrupts++; interrupts > 1 {
+					canceled = true
+					break loop
+				}
+			}
+			if s, ok := sig.(syscall.Signal); ok {
+				_ = syscall.Kill(-pid, s)
+			}
+		}
+	}
+	// The root is not reaped yet, so its children still name it as their
+	// parent: kill the whole run now, then reap.
+	killRun(tracker)
+	waitErr := cmd.Wait()
+	killRun(tracker)
+	if term != nil {
+		term.drain()
+	}
+
+	o := outcome{Cwd: cwd, TimedOut: timedOut, Canceled: canceled, Stderr: tail.String(), Duration: time.Since(start)}
+	var exitErr *exec.ExitError
+	switch {
+	case waitErr == nil:
+	case errors.As(waitErr, &exitErr):
+	case errors.Is(waitErr, exec.ErrWaitDelay):
+	default:
+		o.StartErr = fmt.Errorf("wait: %w", waitErr)
+	}
+	if ps := cmd.ProcessState; ps != nil {
+		o.ExitCode = ps.ExitCode()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			o.ExitCode = 128 + int(ws.Signal())
+			o.Signal = ws.Signal().String()
+		}
+	}
+	if o.StartErr == nil && !timedOut && !canceled && o.ExitCode != 0 && eperm.MatchString(o.Stderr) {
+		o.LogDenials = logDenials(tag, start)
+	}
+	res := classify(sb, degraded, table, req.EffectiveTimeout(), o)
+	for _, note := range []string{outCap.note("stdout"), errCap.note("stderr")} {
+		if note != "" && req.Stderr != nil {
+			fmt.Fprintf(req.Stderr, "[cordon: %s]\n", note)
+		}
+	}
+	return res, nil
+}
+
+// killRun kills the run's process group and every process the tracker
+// ties to the run, until none is left alive.
+func killRun(t *procTracker) {
+	for round := 0; round < 20; round++ {
+		_ = syscall.Kill(-t.pgid, syscall.SIGKILL)
+		procs, err := listProcs()
+		if err != nil {
+			return
+		}
+		alive := 0
+		for _, p := range t.members(procs) {
+			if !p.Zombie {
+				alive++
+				_ = syscall.Kill(p.PID, syscall.SIGKILL)
+			}
+		}
+		if alive == 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// logDenials fetches this run's denials from the unified log. It is only
+// asked when a failed command reported "Operation not permitted" without a
+// path the policy explains, and it gives up after a few seconds.
+func logDenials(tag string, start time.Time) []Denial {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "/usr/bin/log", logShowArgs(tag, start.Add(-time.Second))...).Output()
+	if err != nil {
+		logrus.WithError(err).Debug("seatbelt: reading the sandbox log failed")
+	}
+	var ours []Denial
+	for _, d := range ParseDenials(string(out)) {
+		if d.Tag == "" || d.Tag == tag {
+			ours = append(ours, d)
+		}
+	}
+	return ours
+}
