@@ -2,13 +2,11 @@ package darwin
 
 import (
 	"fmt"
-	"io"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cordon-run/cordon/runner"
@@ -284,72 +282,4 @@ func explainDenials(policy runner.Policy, sb *spec.Sandbox, cwd string, ds []Den
 		}
 	}
 	return runner.Denial{}, false
-}
-
-// cappedWriter passes at most limit bytes to w (no cap when limit <= 0) and
-// drops the rest; a writer that fails is dropped so the command never
-// stalls on it.
-type cappedWriter struct {
-	mu      sync.Mutex
-	w       io.Writer
-	limit   int64
-	written int64
-	dropped int64
-}
-
-func (c *cappedWriter) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := len(p)
-	if c.limit > 0 {
-		room := c.limit - c.written
-		if room <= 0 {
-			c.dropped += int64(n)
-			return n, nil
-		}
-		if int64(len(p)) > room {
-			c.dropped += int64(len(p)) - room
-			p = p[:room]
-		}
-	}
-	if c.w != nil {
-		if _, err := c.w.Write(p); err != nil {
-			c.w = nil
-		}
-	}
-	c.written += int64(len(p))
-	return n, nil
-}
-
-// note says how much was dropped, or "" when nothing was.
-func (c *cappedWriter) note(stream string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.dropped == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%s cut at %d bytes by limits.output (%d bytes dropped)", stream, c.limit, c.dropped)
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

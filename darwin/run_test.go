@@ -1,7 +1,6 @@
 package darwin
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -286,32 +285,5 @@ func TestProcTracker(t *testing.T) {
 				t.Errorf("process %d is not the run's", bad)
 			}
 		}
-	}
-}
-
-func TestCappedWriterAndTail(t *testing.T) {
-	var buf bytes.Buffer
-	c := &cappedWriter{w: &buf, limit: 5}
-	for _, s := range []string{"abc", "defg", "hij"} {
-		if n, err := c.Write([]byte(s)); n != len(s) || err != nil {
-			t.Fatalf("Write(%q) = %d, %v", s, n, err)
-		}
-	}
-	if buf.String() != "abcde" {
-		t.Errorf("kept %q, want %q", buf.String(), "abcde")
-	}
-	if note := c.note("stdout"); !strings.Contains(note, "5 bytes dropped") {
-		t.Errorf("note = %q", note)
-	}
-	free := &cappedWriter{w: &buf}
-	free.Write([]byte("xyz"))
-	if free.note("stdout") != "" {
-		t.Error("an uncapped writer reports drops")
-	}
-	tail := &tailBuffer{max: 4}
-	tail.Write([]byte("abc"))
-	tail.Write([]byte("defgh"))
-	if tail.String() != "efgh" {
-		t.Errorf("tail = %q, want %q", tail.String(), "efgh")
 	}
 }

@@ -85,9 +85,9 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 	cmd.Dir = cwd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.WaitDelay = 2 * time.Second
-	outCap := &cappedWriter{w: req.Stdout, limit: sb.Limits.Output}
-	errCap := &cappedWriter{w: req.Stderr, limit: sb.Limits.Output}
-	tail := &tailBuffer{max: stderrTailBytes}
+	outCap := runner.NewCappedWriter(req.Stdout, sb.Limits.Output)
+	errCap := runner.NewCappedWriter(req.Stderr, sb.Limits.Output)
+	tail := runner.NewTailBuffer(stderrTailBytes)
 	var term *ptyPair
 	if req.TTY {
 		if term, err = openPTY(); err != nil {
@@ -189,9 +189,9 @@ loop:
 		o.LogDenials = logDenials(tag, start)
 	}
 	res := classify(sb, degraded, table, req.EffectiveTimeout(), o)
-	for _, note := range []string{outCap.note("stdout"), errCap.note("stderr")} {
+	for _, note := range []string{outCap.TruncationNote("stdout"), errCap.TruncationNote("stderr")} {
 		if note != "" && req.Stderr != nil {
-			fmt.Fprintf(req.Stderr, "[cordon: %s]\n", note)
+			_, _ = io.WriteString(req.Stderr, note)
 		}
 	}
 	return res, nil

@@ -131,25 +131,18 @@ func candidatePaths(line string) []string {
 		add(p)
 	}
 	if len(out) == 0 && rest != line {
-		return pathsIn(line)
+		for _, p := range pathsIn(line) {
+			add(p)
+		}
 	}
 	return out
 }
 
+// pathsIn returns the unquoted path-looking tokens of line.
 func pathsIn(line string) []string {
 	var out []string
-	seen := map[string]bool{}
-	add := func(p string) {
-		p = strings.TrimRight(p, ".,;")
-		if p == "" || seen[p] || strings.Contains(p, "://") {
-			return
-		}
-		seen[p] = true
-		out = append(out, p)
-	}
-	stripped := quoted.ReplaceAllString(line, " ")
-	for _, m := range bare.FindAllStringSubmatch(stripped, -1) {
-		add(m[1])
+	for _, m := range bare.FindAllStringSubmatch(quoted.ReplaceAllString(line, " "), -1) {
+		out = append(out, m[1])
 	}
 	return out
 }

@@ -243,9 +243,9 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 	lp.ExtraFiles = []*os.File{liveR}
 	lp.Args = initArgs(lp.Args)
 
-	stdout := &cappedWriter{w: req.Stdout, limit: sb.Limits.Output}
-	stderrCap := &cappedWriter{w: req.Stderr, limit: sb.Limits.Output}
-	tail := newTailBuffer(stderrTail)
+	stdout := NewCappedWriter(req.Stdout, sb.Limits.Output)
+	stderrCap := NewCappedWriter(req.Stderr, sb.Limits.Output)
+	tail := NewTailBuffer(stderrTail)
 	io_, err := newStdio(req, lp, stdout, io.MultiWriter(stderrCap, tail))
 	if err != nil {
 		setupFailed(res, fmt.Errorf("%w: stdio: %w", ErrSetup, err))
@@ -332,7 +332,7 @@ loop:
 			return
 		}
 	}
-	for _, n := range []string{stdout.truncationNote("stdout"), stderrCap.truncationNote("stderr")} {
+	for _, n := range []string{stdout.TruncationNote("stdout"), stderrCap.TruncationNote("stderr")} {
 		if n != "" && req.Stderr != nil {
 			_, _ = io.WriteString(req.Stderr, n)
 		}

@@ -6,9 +6,11 @@ import (
 	"sync"
 )
 
-// cappedWriter passes at most limit bytes to w and discards the rest,
-// remembering how much it dropped. A limit of 0 or below means no cap.
-type cappedWriter struct {
+// CappedWriter passes at most limit bytes to w and discards the rest,
+// remembering how much it dropped (limits.output). A limit of 0 or below
+// means no cap. A destination that fails is dropped, so a reader that went
+// away never stalls or kills the command. Every backend uses it.
+type CappedWriter struct {
 	mu      sync.Mutex
 	w       io.Writer
 	limit   int64
@@ -16,7 +18,13 @@ type cappedWriter struct {
 	dropped int64
 }
 
-func (c *cappedWriter) Write(p []byte) (int, error) {
+// NewCappedWriter caps what reaches w at limit bytes.
+func NewCappedWriter(w io.Writer, limit int64) *CappedWriter {
+	return &CappedWriter{w: w, limit: limit}
+}
+
+// Write implements io.Writer; it never fails.
+func (c *CappedWriter) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := len(p)
@@ -42,7 +50,9 @@ func (c *cappedWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-func (c *cappedWriter) truncationNote(stream string) string {
+// TruncationNote is the line that tells the reader stream was cut, or ""
+// when nothing was dropped.
+func (c *CappedWriter) TruncationNote(stream string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dropped == 0 {
@@ -51,16 +61,19 @@ func (c *cappedWriter) truncationNote(stream string) string {
 	return fmt.Sprintf("[cordon: %s cut at %d bytes by limits.output; %d bytes dropped]\n", stream, c.limit, c.dropped)
 }
 
-// tailBuffer keeps the last max bytes written to it, for classification.
-type tailBuffer struct {
+// TailBuffer keeps the last max bytes written to it: the stderr that denial
+// classification reads.
+type TailBuffer struct {
 	mu  sync.Mutex
 	max int
 	buf []byte
 }
 
-func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
+// NewTailBuffer keeps the last max bytes.
+func NewTailBuffer(max int) *TailBuffer { return &TailBuffer{max: max} }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
+// Write implements io.Writer.
+func (t *TailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf = append(t.buf, p...)
@@ -70,7 +83,8 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tailBuffer) String() string {
+// String returns the bytes kept.
+func (t *TailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)

@@ -34,10 +34,10 @@ func runUnsandboxed(ctx context.Context, req Request, res *Result, p Policy) {
 	}
 	cmd.Env = spec.ProcessEnv(sb)
 	cmd.Stdin = req.Stdin
-	stdout := &cappedWriter{w: req.Stdout, limit: sb.Limits.Output}
-	tail := newTailBuffer(stderrTail)
+	stdout := NewCappedWriter(req.Stdout, sb.Limits.Output)
+	tail := NewTailBuffer(stderrTail)
 	cmd.Stdout = stdout
-	cmd.Stderr = io.MultiWriter(&cappedWriter{w: req.Stderr, limit: sb.Limits.Output}, tail)
+	cmd.Stderr = io.MultiWriter(NewCappedWriter(req.Stderr, sb.Limits.Output), tail)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
