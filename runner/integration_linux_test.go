@@ -685,3 +685,60 @@ func TestIntegrationPlaceholderThroughSymlinkRefused(t *testing.T) {
 		t.Fatalf("cordon created %v outside the workspace", ents)
 	}
 }
+
+// TestIntegrationConcurrentRunsKeepProtection is the security property
+// "a run's protection does not depend on other runs": a short run on the
+// same workspace finishing while a long one still runs must not remove the
+// placeholder the long one relies on (which would detach its read-only
+// mount), so the long one still cannot plant a hook.
+func TestIntegrationConcurrentRunsKeepProtection(t *testing.T) {
+	sb := newSandbox(t)
+	r, err := runner.New(runner.Options{StateDir: stateDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := func(name string) string { return filepath.Join(sb.Root, name) }
+	waitFor := func(p string) {
+		t.Helper()
+		for i := 0; ; i++ {
+			if _, err := os.Stat(p); err == nil {
+				return
+			}
+			if i > 1200 {
+				t.Fatalf("%s never appeared", p)
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+	}
+	start := func(script string, stderr *bytes.Buffer) chan runner.Result {
+		c := make(chan runner.Result, 1)
+		go func() {
+			res, _ := r.Run(context.Background(), runner.Request{Sandbox: sb, Args: sh(script), Stderr: stderr})
+			c <- res
+		}()
+		return c
+	}
+	// The first run creates the placeholders and waits.
+	var firstErr, longErr bytes.Buffer
+	first := start("touch first-started; while [ ! -e go-first ]; do sleep 0.05; done", &firstErr)
+	waitFor(file("first-started"))
+	// The long run starts while they exist, so it creates none of its own.
+	long := start("touch long-started; while [ ! -e go-long ]; do sleep 0.05; done; mkdir -p .git/hooks; echo evil > .git/hooks/pre-commit", &longErr)
+	waitFor(file("long-started"))
+	// The first run ends: it must not take the placeholders away.
+	if err := os.WriteFile(file("go-first"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-first; res.ExitCode != 0 {
+		t.Fatalf("first run: %+v %s", res, firstErr.String())
+	}
+	if err := os.WriteFile(file("go-long"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := <-long
+	if res.ExitCode == 0 {
+		t.Fatalf("the long run planted a hook after the first run ended: %s", longErr.String())
+	}
+	mustNotExist(t, file(".git/hooks/pre-commit"))
+	mustNotExist(t, file(".git"))
+}

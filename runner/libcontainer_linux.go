@@ -163,7 +163,9 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 	}()
 
 	ph.mark("state")
-	created, err := makePlaceholders(spec.PlaceholderDirs(eff))
+	created, err := r.state.acquirePlaceholders(id, spec.GuardedPaths(eff), func() ([]string, error) {
+		return makePlaceholders(spec.PlaceholderDirs(eff))
+	})
 	// Record before anything else can fail, so a crash cannot strand them.
 	if rerr := r.state.writeRecord(runRecord{ID: id, PID: os.Getpid(), Placeholders: created}); rerr != nil && err == nil {
 		err = rerr

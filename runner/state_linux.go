@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,8 +37,9 @@ type stateDir struct {
 type runRecord struct {
 	ID  string `json:"id"`
 	PID int    `json:"pid"`
-	// Placeholders are directories cordon created to mount over missing
-	// deny and protect paths, deepest last.
+	// Placeholders are the placeholder directories this run uses (created
+	// by it or joined from a concurrent run), registered in the placeholder
+	// registry.
 	Placeholders []string `json:"placeholders,omitempty"`
 }
 
@@ -167,7 +167,7 @@ func (s *stateDir) cleanup(id string) error {
 	if data, err := os.ReadFile(s.recordPath(id)); err == nil {
 		_ = json.Unmarshal(data, &rec)
 	}
-	removePlaceholders(rec.Placeholders)
+	s.releasePlaceholders(id, rec.Placeholders)
 	if err := removeEmptyTree(s.rootfs(id)); err != nil {
 		errs = append(errs, err)
 	}
@@ -282,17 +282,6 @@ func makePlaceholder(ph spec.Placeholder) (created []string, err error) {
 		dir = next
 	}
 	return created, nil
-}
-
-// removePlaceholders removes the placeholder directories that are still
-// empty, deepest first. A placeholder the command filled is kept: nothing
-// written inside the boundary is lost.
-func removePlaceholders(created []string) {
-	sorted := append([]string(nil), created...)
-	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
-	for _, d := range sorted {
-		_ = unix.Rmdir(d)
-	}
 }
 
 // removeEmptyTree removes a tree of directories bottom-up. It refuses to

@@ -105,3 +105,27 @@ func hostPathIn(z zone, ok bool, p string) string {
 	rel := strings.TrimPrefix(strings.TrimPrefix(p, z.target), "/")
 	return filepath.Join(z.source, rel)
 }
+
+// GuardedPaths returns the host paths a run relies on to keep deny and
+// protect paths in place inside writable mounts: each such path and every
+// directory between it and its mount. A runner uses it to tell which
+// placeholders another concurrent run made that this run depends on too.
+func GuardedPaths(sb *Sandbox) []string {
+	zones := sandboxZones(sb)
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range append(slices.Clone(sb.Deny), sb.Protect...) {
+		z, ok := containingZone(zones, p)
+		if !ok || z.readonly {
+			continue
+		}
+		for a := p; a != z.target && within(a, z.target); a = filepath.Dir(a) {
+			h := hostPathIn(z, true, a)
+			if !seen[h] {
+				seen[h] = true
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
