@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Denial is one operation that was refused, as read from the sandbox log or
@@ -45,26 +46,38 @@ func NewTag() string {
 
 // sameLineTag is a tag cordon generates (NewTag or DefaultTag), recognized
 // when it trails a denial on the same line.
-var sameLineTag = regexp.MustCompile(`^` + DefaultTag + `(-[0-9a-f]{16})?$`)
+var sameLineTag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^` + DefaultTag + `(-[0-9a-f]{16})?$`) })
 
 // kernelDenial matches the sandbox's kernel log message after "Sandbox: ",
 // or a bare "proc(pid) deny(n) op target" line: the process name, its pid,
 // the operation and the rest.
 var (
-	kernelDenial = regexp.MustCompile(`^(.+?)\((\d+)\) deny\(\d+\) ([a-z][a-z0-9*-]*)(?: (.*))?$`)
-	bareDenial   = regexp.MustCompile(`^([^\s()]+)\((\d+)\) deny\(\d+\) ([a-z][a-z0-9*-]*)(?: (.*))?$`)
-	tagLine      = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	kernelDenial = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(.+?)\((\d+)\) deny\(\d+\) ([a-z][a-z0-9*-]*)(?: (.*))?$`)
+	})
+	bareDenial = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^([^\s()]+)\((\d+)\) deny\(\d+\) ([a-z][a-z0-9*-]*)(?: (.*))?$`)
+	})
+	tagLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
 )
 
 // Stderr wordings of EPERM.
 var (
-	eperm      = regexp.MustCompile(`(?i)operation not permitted`)
-	pythonPerm = regexp.MustCompile(`(?i)\[Errno 1\] Operation not permitted: (?:'([^']*)'|"([^"]*)")`)
-	nodePerm   = regexp.MustCompile(`(?i)EPERM: operation not permitted, \w+ '([^']*)'(?: -> '([^']*)')?`)
-	zshPerm    = regexp.MustCompile(`^([\w.+-]+):(?:\d+:)? operation not permitted: (.+)$`)
-	quotedName = regexp.MustCompile("'([^']+)'|\"([^\"]+)\"|‘([^’]+)’|`([^']+)'")
-	goVerb     = regexp.MustCompile(`^(open|openat|stat|lstat|mkdir|mkdirat|remove|unlinkat|chmod|chown|lchown|truncate|readlink|chdir|utimes|utimensat|symlink|link|rename) (.+)$`)
-	toolName   = regexp.MustCompile(`^[\w.+-]+$`)
+	eperm      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)operation not permitted`) })
+	pythonPerm = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\[Errno 1\] Operation not permitted: (?:'([^']*)'|"([^"]*)")`)
+	})
+	nodePerm = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)EPERM: operation not permitted, \w+ '([^']*)'(?: -> '([^']*)')?`)
+	})
+	zshPerm = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^([\w.+-]+):(?:\d+:)? operation not permitted: (.+)$`)
+	})
+	quotedName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("'([^']+)'|\"([^\"]+)\"|‘([^’]+)’|`([^']+)'") })
+	goVerb     = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(open|openat|stat|lstat|mkdir|mkdirat|remove|unlinkat|chmod|chown|lchown|truncate|readlink|chdir|utimes|utimensat|symlink|link|rename) (.+)$`)
+	})
+	toolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[\w.+-]+$`) })
 )
 
 // severityWords start messages ("error: ...", git's "fatal: ...") but name
@@ -175,7 +188,7 @@ func parseLines(text string) []Denial {
 		if d, ok := parseKernelLine(line); ok {
 			if d.Tag == "" && i+1 < len(lines) {
 				next := strings.TrimSpace(lines[i+1])
-				if tagLine.MatchString(next) {
+				if tagLine().MatchString(next) {
 					d.Tag = next
 					i++
 				}
@@ -192,9 +205,9 @@ func parseLines(text string) []Denial {
 func parseKernelLine(line string) (Denial, bool) {
 	var m []string
 	if i := strings.Index(line, "Sandbox: "); i >= 0 {
-		m = kernelDenial.FindStringSubmatch(strings.TrimSpace(line[i+len("Sandbox: "):]))
+		m = kernelDenial().FindStringSubmatch(strings.TrimSpace(line[i+len("Sandbox: "):]))
 	} else {
-		m = bareDenial.FindStringSubmatch(strings.TrimSpace(line))
+		m = bareDenial().FindStringSubmatch(strings.TrimSpace(line))
 	}
 	if m == nil {
 		return Denial{}, false
@@ -202,10 +215,10 @@ func parseKernelLine(line string) (Denial, bool) {
 	pid, _ := strconv.Atoi(m[2])
 	d := Denial{PID: pid, Process: m[1], Operation: m[3]}
 	target := strings.TrimSpace(m[4])
-	if i := strings.LastIndexByte(target, ' '); i >= 0 && sameLineTag.MatchString(target[i+1:]) {
+	if i := strings.LastIndexByte(target, ' '); i >= 0 && sameLineTag().MatchString(target[i+1:]) {
 		d.Tag = target[i+1:]
 		target = strings.TrimSpace(target[:i])
-	} else if sameLineTag.MatchString(target) {
+	} else if sameLineTag().MatchString(target) {
 		d.Tag, target = target, ""
 	}
 	if strings.HasPrefix(target, "/") {
@@ -217,7 +230,7 @@ func parseKernelLine(line string) (Denial, bool) {
 // parseStderrLine parses one stderr line for an EPERM message and returns
 // the paths it names (a rename names two).
 func parseStderrLine(line string) []Denial {
-	loc := eperm.FindStringIndex(line)
+	loc := eperm().FindStringIndex(line)
 	if loc == nil {
 		return nil
 	}
@@ -225,13 +238,13 @@ func parseStderrLine(line string) []Denial {
 	if strings.HasPrefix(trimmed, "sandbox-exec:") {
 		return nil // sandbox-exec's own set-up failure, not a denial
 	}
-	if m := pythonPerm.FindStringSubmatch(line); m != nil {
+	if m := pythonPerm().FindStringSubmatch(line); m != nil {
 		return denials("", m[1]+m[2])
 	}
-	if m := nodePerm.FindStringSubmatch(line); m != nil {
+	if m := nodePerm().FindStringSubmatch(line); m != nil {
 		return denials("", m[1], m[2])
 	}
-	if m := zshPerm.FindStringSubmatch(trimmed); m != nil {
+	if m := zshPerm().FindStringSubmatch(trimmed); m != nil {
 		return denials(m[1], m[2])
 	}
 	before := strings.TrimSpace(line[:loc[0]])
@@ -241,15 +254,15 @@ func parseStderrLine(line string) []Denial {
 	}
 	fields := strings.Split(before, ": ")
 	process := ""
-	if len(fields) > 1 && toolName.MatchString(fields[0]) && !severityWords[strings.ToLower(fields[0])] {
+	if len(fields) > 1 && toolName().MatchString(fields[0]) && !severityWords[strings.ToLower(fields[0])] {
 		process = fields[0]
 	}
 	last := fields[len(fields)-1]
-	if qs := quotedName.FindAllStringSubmatch(last, -1); qs != nil {
+	if qs := quotedName().FindAllStringSubmatch(last, -1); qs != nil {
 		q := qs[len(qs)-1]
 		return denials(process, q[1]+q[2]+q[3]+q[4])
 	}
-	if m := goVerb.FindStringSubmatch(last); m != nil {
+	if m := goVerb().FindStringSubmatch(last); m != nil {
 		if m[1] == "rename" || m[1] == "link" || m[1] == "symlink" {
 			if i := strings.Index(m[2], " /"); i > 0 {
 				return denials(process, m[2][:i], m[2][i+1:])

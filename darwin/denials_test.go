@@ -117,7 +117,7 @@ func TestNewTag(t *testing.T) {
 		t.Fatalf("two tags are equal: %s", a)
 	}
 	for _, tag := range []string{a, b} {
-		if !tagPattern.MatchString(tag) || !sameLineTag.MatchString(tag) || !strings.HasPrefix(tag, DefaultTag+"-") {
+		if !tagPattern().MatchString(tag) || !sameLineTag().MatchString(tag) || !strings.HasPrefix(tag, DefaultTag+"-") {
 			t.Errorf("tag %q has the wrong form", tag)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/cordon-run/cordon/spec"
 )
@@ -29,7 +30,7 @@ type ProfileOptions struct {
 
 // tagPattern is what a tag may look like: it goes into a string literal and
 // into a log predicate, so it is kept to a harmless alphabet.
-var tagPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+var tagPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
 
 // DarwinSystemDirs are the directories `system: host` makes readable on
 // macOS: the host's HostSystemDirs that macOS has. The list is fixed, not
@@ -180,7 +181,7 @@ func Profile(sb *spec.Sandbox, opts ProfileOptions) (string, error) {
 	if tag == "" {
 		tag = DefaultTag
 	}
-	if !tagPattern.MatchString(tag) {
+	if !tagPattern().MatchString(tag) {
 		return "", fmt.Errorf("tag %q: %w: use 1 to 64 letters, digits, '.', '_' or '-'", tag, ErrUnsafeString)
 	}
 	canon := opts.Canon

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cordon-run/cordon/runner"
@@ -143,7 +144,7 @@ type outcome struct {
 
 // sandboxExecFailure matches sandbox-exec's report that it could not run
 // the command.
-var sandboxExecFailure = regexp.MustCompile(`^sandbox-exec: execvp\(\) of '(.*)' failed: (.*)$`)
+var sandboxExecFailure = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sandbox-exec: execvp\(\) of '(.*)' failed: (.*)$`) })
 
 // newResult is a Result with the fields every outcome shares.
 func newResult(sb *spec.Sandbox, degraded []string, d time.Duration) runner.Result {
@@ -195,7 +196,7 @@ func classify(sb *spec.Sandbox, degraded []string, policy runner.Policy, timeout
 	if d, ok := runner.ClassifyDenial(policy, sb, o.Cwd, o.Stderr); ok {
 		return denied(res, d)
 	}
-	if eperm.MatchString(o.Stderr) {
+	if eperm().MatchString(o.Stderr) {
 		if d, ok := explainDenials(policy, sb, o.Cwd, o.LogDenials); ok {
 			return denied(res, d)
 		}
@@ -217,7 +218,7 @@ func denied(res runner.Result, d runner.Denial) runner.Result {
 
 // sandboxExecResult classifies a failure that sandbox-exec itself reported.
 func sandboxExecResult(res runner.Result, policy runner.Policy, cwd, line string) runner.Result {
-	m := sandboxExecFailure.FindStringSubmatch(line)
+	m := sandboxExecFailure().FindStringSubmatch(line)
 	if m == nil {
 		return setupFailure(res, fmt.Errorf("sandbox-exec refused the profile or the run: %s", strings.TrimPrefix(line, "sandbox-exec: ")))
 	}

@@ -185,7 +185,7 @@ loop:
 			o.Signal = ws.Signal().String()
 		}
 	}
-	if o.StartErr == nil && !timedOut && !canceled && o.ExitCode != 0 && eperm.MatchString(o.Stderr) {
+	if o.StartErr == nil && !timedOut && !canceled && o.ExitCode != 0 && eperm().MatchString(o.Stderr) {
 		o.LogDenials = logDenials(tag, start)
 	}
 	res := classify(sb, degraded, table, req.EffectiveTimeout(), o)

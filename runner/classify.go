@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/cordon-run/cordon/spec"
 )
@@ -80,20 +81,24 @@ var networkWordings = []string{
 }
 
 // quoted matches the quoted names tools put paths in: 'x', "x", `x' and ‘x’.
-var quoted = regexp.MustCompile("'([^']+)'|\"([^\"]+)\"|`([^']+)'|‘([^’]+)’")
+var quoted = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("'([^']+)'|\"([^\"]+)\"|`([^']+)'|‘([^’]+)’") })
 
 // bare matches an unquoted path-looking token: something with a slash, as
 // in "bash: /usr/x: Read-only file system" or "open /usr/x: permission
 // denied".
-var bare = regexp.MustCompile(`(?:^|[\s:=,(])((?:\.{0,2}/|~/|[\w.@+-]+/)[^\s:'",()]*)`)
+var bare = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[\s:=,(])((?:\.{0,2}/|~/|[\w.@+-]+/)[^\s:'",()]*)`)
+})
 
 // progPrefix matches the "PROGRAM: " or "PROGRAM: LINE: " prefix that shells
 // and coreutils put before their message ("/bin/sh: 1: cannot create ...").
-var progPrefix = regexp.MustCompile(`^\S+?: (?:line )?(?:\d+: )?`)
+var progPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\S+?: (?:line )?(?:\d+: )?`) })
 
 // verbObject matches the object of coreutils' and shells' "cannot VERB X:"
 // wordings, where X may be a bare relative name ("sh: 1: cannot create x:").
-var verbObject = regexp.MustCompile(`cannot (?:create|touch|remove|open|stat|access|move|overwrite|write to)(?: (?:directory|regular file|symbolic link|non-directory))? ([^\s:'"‘’]+):`)
+var verbObject = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`cannot (?:create|touch|remove|open|stat|access|move|overwrite|write to)(?: (?:directory|regular file|symbolic link|non-directory))? ([^\s:'"‘’]+):`)
+})
 
 // candidatePaths returns the paths named on one stderr line, most specific
 // first: quoted names, the X of "PROGRAM: X: message", the object of
@@ -111,10 +116,10 @@ func candidatePaths(line string) []string {
 		out = append(out, p)
 	}
 	rest := line
-	if loc := progPrefix.FindStringIndex(line); loc != nil && loc[1] < len(line) {
+	if loc := progPrefix().FindStringIndex(line); loc != nil && loc[1] < len(line) {
 		rest = line[loc[1]:]
 	}
-	for _, m := range quoted.FindAllStringSubmatch(rest, -1) {
+	for _, m := range quoted().FindAllStringSubmatch(rest, -1) {
 		for _, g := range m[1:] {
 			if g != "" {
 				add(g)
@@ -124,7 +129,7 @@ func candidatePaths(line string) []string {
 	if tok, _, ok := strings.Cut(rest, ": "); ok && tok != "" && !strings.ContainsAny(tok, " \t'\"") {
 		add(tok)
 	}
-	for _, m := range verbObject.FindAllStringSubmatch(rest, -1) {
+	for _, m := range verbObject().FindAllStringSubmatch(rest, -1) {
 		add(m[1])
 	}
 	for _, p := range pathsIn(rest) {
@@ -141,7 +146,7 @@ func candidatePaths(line string) []string {
 // pathsIn returns the unquoted path-looking tokens of line.
 func pathsIn(line string) []string {
 	var out []string
-	for _, m := range bare.FindAllStringSubmatch(quoted.ReplaceAllString(line, " "), -1) {
+	for _, m := range bare().FindAllStringSubmatch(quoted().ReplaceAllString(line, " "), -1) {
 		out = append(out, m[1])
 	}
 	return out

@@ -196,7 +196,7 @@ func (d *decoder) mount(n *yaml.Node, field, base string) Mount {
 	if v := f["name"]; !isNull(v) {
 		nf := sub(field, "name")
 		if s, nok := d.str(v, nf); nok {
-			if !zoneNameRe.MatchString(s) {
+			if !zoneNameRe().MatchString(s) {
 				d.fail(nf, v.Line, fmt.Sprintf("%q is not a valid zone name", s), zoneNameFix)
 			} else {
 				m.Name = s
@@ -350,7 +350,7 @@ func (d *decoder) env(n *yaml.Node, field string) Env {
 		e.Pass = []string{}
 		for _, it := range raw {
 			switch s := it.s; {
-			case !envNameRe.MatchString(s):
+			case !envNameRe().MatchString(s):
 				d.fail(it.field, it.line, fmt.Sprintf("%q is not a variable name", s), fix)
 			case !seen[s]:
 				seen[s] = true
@@ -372,7 +372,7 @@ func (d *decoder) env(n *yaml.Node, field string) Env {
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		k, val := v.Content[i], v.Content[i+1]
 		kf := sub(sf, k.Value)
-		if k.Kind != yaml.ScalarNode || !envNameRe.MatchString(k.Value) {
+		if k.Kind != yaml.ScalarNode || !envNameRe().MatchString(k.Value) {
 			d.fail(sf, k.Line, fmt.Sprintf("%q is not a variable name", k.Value), fix)
 			continue
 		}

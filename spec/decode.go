@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -83,7 +84,7 @@ func sub(parent, key string) string {
 
 func index(parent string, i int) string { return fmt.Sprintf("%s[%d]", parent, i) }
 
-var yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlLineRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // document parses data into its top node, or nil for an empty document. With
 // single set, a second YAML document is an error; worker files may carry
@@ -129,7 +130,7 @@ func safeDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 func (d *decoder) syntaxError(err error) {
 	msg := err.Error()
 	line := 0
-	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
+	if m := yamlLineRe().FindStringSubmatch(msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 	} else {

@@ -82,7 +82,7 @@ func Derive(parent *Sandbox, w *Worker, maxDepth int) (*Sandbox, error) {
 	if err := checkNormalized(parent); err != nil {
 		return nil, fmt.Errorf("the parent sandbox is not valid: %w", err)
 	}
-	if !zoneNameRe.MatchString(w.Name) {
+	if !zoneNameRe().MatchString(w.Name) {
 		return nil, &FieldError{Field: "name", Problem: fmt.Sprintf("%q is not a valid worker name", w.Name), Fix: zoneNameFix}
 	}
 	dv := &deriver{parent: parent, w: w, child: parent.Clone()}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // maxPathLen is PATH_MAX on Linux; longer paths cannot be opened anyway.
@@ -19,9 +20,9 @@ const maxPathLen = 4096
 var kernelDirs = []string{"/proc", "/dev", "/sys"}
 
 var (
-	zoneNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-	envNameRe  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	labelRe    = regexp.MustCompile(`^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$`)
+	zoneNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`) })
+	envNameRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	labelRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$`) })
 )
 
 const zoneNameFix = "use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
@@ -194,7 +195,7 @@ func hostProblem(host string) string {
 		return "the host name is longer than 253 characters"
 	}
 	for _, l := range strings.Split(name, ".") {
-		if !labelRe.MatchString(l) {
+		if !labelRe().MatchString(l) {
 			return fmt.Sprintf("%q is not a valid host name label", l)
 		}
 	}

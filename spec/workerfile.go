@@ -51,7 +51,7 @@ func ParseWorker(data []byte, name, source string) (*Worker, error) {
 			w.Name = s
 		}
 	}
-	if !zoneNameRe.MatchString(w.Name) {
+	if !zoneNameRe().MatchString(w.Name) {
 		d.fail("name", nameLine, fmt.Sprintf("%q is not a valid worker name", w.Name), zoneNameFix)
 	}
 	if v := top["description"]; !isNull(v) {
@@ -97,7 +97,7 @@ func (d *decoder) workerRequest(n *yaml.Node, field string) *WorkerRequest {
 				continue
 			} else if s, ok := d.str(nv, sub(ef, "name")); !ok {
 				continue
-			} else if !zoneNameRe.MatchString(s) {
+			} else if !zoneNameRe().MatchString(s) {
 				d.fail(sub(ef, "name"), nv.Line, fmt.Sprintf("%q is not a valid zone name", s), zoneNameFix)
 				continue
 			} else {
