@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/containerd/console"
+)
+
+// TestRunInteractiveTTY drives `cordon run -- bash -i` through a real pty,
+// as a person at a terminal would: the sandbox gets a terminal of its own,
+// ^C reaches the foreground job (not cordon), and the exit status is bash's.
+func TestRunInteractiveTTY(t *testing.T) {
+	requireSandbox(t)
+	master, slave, err := console.NewPty()
+	if err != nil {
+		t.Fatalf("pty: %v", err)
+	}
+	defer master.Close()
+	tty, err := os.OpenFile(slave, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(cordonBin, "run", "--profile", "workspace", "--", "bash", "--norc", "--noprofile", "-i")
+	cmd.Dir = t.TempDir()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+
+	var mu sync.Mutex
+	var out bytes.Buffer
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			mu.Lock()
+			out.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	waitOut := func(want string) {
+		t.Helper()
+		for i := 0; i < 600; i++ {
+			mu.Lock()
+			got := out.String()
+			mu.Unlock()
+			if strings.Contains(got, want) {
+				return
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("never saw %q in the terminal: %q", want, out.String())
+	}
+	send := func(s string) {
+		t.Helper()
+		if _, err := master.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("tty; echo PTY-$((6*7))\n")
+	waitOut("PTY-42")
+	waitOut("/dev/pts/0")
+	send("sleep 60\n")
+	time.Sleep(300 * time.Millisecond)
+	send("\x03") // ^C: interrupts sleep, not the sandbox
+	send("echo AFTER-$((2+3))\n")
+	waitOut("AFTER-5")
+	send("exit 7\n")
+	err = cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 7 {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("exit: %v (want status 7); terminal: %q", err, out.String())
+	}
+}
+
+// TestRunForwardsSIGTERM: a SIGTERM to cordon reaches the command (through
+// cordon's PID 1 in the sandbox), which handles it and sets the exit status.
+func TestRunForwardsSIGTERM(t *testing.T) {
+	requireSandbox(t)
+	cmd := exec.Command(cordonBin, "run", "--profile", "workspace", "--", "sh", "-c",
+		`trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.1; done`)
+	cmd.Dir = t.TempDir()
+	var out bytes.Buffer
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	buf := make([]byte, 64)
+	n, _ := r.Read(buf)
+	out.Write(buf[:n])
+	if !strings.Contains(out.String(), "ready") {
+		t.Fatalf("command did not start: %q", out.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	rest := make([]byte, 256)
+	for {
+		n, err := r.Read(rest)
+		out.Write(rest[:n])
+		if err != nil {
+			break
+		}
+	}
+	err = cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 3 || !strings.Contains(out.String(), "got-term") {
+		t.Fatalf("exit %v, output %q: the command's TERM handler must run and set the status", err, out.String())
+	}
+}
