@@ -742,3 +742,27 @@ func TestIntegrationConcurrentRunsKeepProtection(t *testing.T) {
 	mustNotExist(t, file(".git/hooks/pre-commit"))
 	mustNotExist(t, file(".git"))
 }
+
+// TestIntegrationSeccompAndNoPrivileges is the security property "the
+// command runs under the seccomp filter, with no capabilities and
+// no_new_privs": namespace and mount syscalls fail, and /proc/self/status
+// says so.
+func TestIntegrationSeccompAndNoPrivileges(t *testing.T) {
+	sb := newSandbox(t)
+	out := run(t, sb, "", sh("grep -E '^(Seccomp|NoNewPrivs|CapEff|CapBnd):' /proc/self/status; "+
+		"unshare -U true && echo UNSHARE-OK; mount -t tmpfs none /tmp && echo MOUNT-OK; "+
+		"env | grep -c _CORDON_ || true")...)
+	for _, want := range []string{"Seccomp:\t2", "NoNewPrivs:\t1", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000"} {
+		if !strings.Contains(out.stdout, want) {
+			t.Errorf("missing %q in %q", want, out.stdout)
+		}
+	}
+	for _, bad := range []string{"UNSHARE-OK", "MOUNT-OK"} {
+		if strings.Contains(out.stdout, bad) {
+			t.Errorf("%s: the sandbox could do it", bad)
+		}
+	}
+	if !strings.HasSuffix(strings.TrimSpace(out.stdout), "0") {
+		t.Errorf("cordon's hand-over variables leaked into the command's environment: %q", out.stdout)
+	}
+}

@@ -116,6 +116,9 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 	sb := req.Sandbox
 	ph := newPhases()
 	defer ph.log()
+	if !r.rootless {
+		prewarmCgroupLock()
+	}
 	table, err := mounts.New(sb)
 	if err != nil {
 		setupFailed(res, fmt.Errorf("%w: mount table: %w", ErrSetup, err))
