@@ -5,13 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/opencontainers/runc/libcontainer/configs"
@@ -85,38 +83,4 @@ func seccompLoadFlags(c *configs.Seccomp) (uint, error) {
 
 func seccompEnvValue(b []byte, flags uint) string {
 	return seccompEnv + "=" + strconv.FormatUint(uint64(flags), 10) + ":" + base64.StdEncoding.EncodeToString(b)
-}
-
-// loadSeccompFromEnv installs the filter handed over in seccompEnv on every
-// thread of this process (TSYNC), so the command forked next inherits it.
-// no_new_privs is already set by libcontainer. Without a filter it fails:
-// the command never runs unfiltered.
-func loadSeccompFromEnv() error {
-	v, ok := os.LookupEnv(seccompEnv)
-	os.Unsetenv(seccompEnv)
-	if !ok || v == "" {
-		return errors.New("no seccomp filter was handed to the sandbox init")
-	}
-	fs, prog64, found := strings.Cut(v, ":")
-	flags, ferr := strconv.ParseUint(fs, 10, 32)
-	if !found || ferr != nil {
-		return errors.New("bad seccomp hand-over")
-	}
-	b, err := base64.StdEncoding.DecodeString(prog64)
-	if err != nil || !validBPF(b) {
-		return fmt.Errorf("bad seccomp filter (%d bytes, %v)", len(b), err)
-	}
-	prog := unix.SockFprog{
-		Len:    uint16(len(b) / 8),
-		Filter: (*unix.SockFilter)(unsafePointer(&b[0])),
-	}
-	r1, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, uintptr(flags|unix.SECCOMP_FILTER_FLAG_TSYNC), uintptr(unsafePointer(&prog)))
-	runtime.KeepAlive(b)
-	if errno != 0 {
-		return fmt.Errorf("seccomp(SET_MODE_FILTER): %w", errno)
-	}
-	if r1 != 0 {
-		return fmt.Errorf("seccomp: thread %d could not be synchronized", r1)
-	}
-	return nil
 }
