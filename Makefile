@@ -13,7 +13,7 @@ deps: ## install what the build and the tests need on a bare machine (libseccomp
 	@bash hack/deps.sh
 
 build: deps ## build bin/cordon (with seccomp)
-	$(GO) build -tags '$(TAGS)' -o $(BIN) ./cmd/cordon
+	$(GO) build -tags '$(TAGS)' -trimpath -ldflags '-s -w' -o $(BIN) ./cmd/cordon
 
 test: deps lint cross unit integration rootless ## run every test: lint, cross builds, unit, integration as root and rootless
 
