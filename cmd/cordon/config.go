@@ -237,7 +237,11 @@ func expandHome(p string) string {
 // configError prints a config error, one problem a line, and returns the
 // exit code for it.
 func configError(w io.Writer, err error) int {
-	fmt.Fprintln(w, "cordon: invalid configuration:")
+	heading := "cordon: invalid configuration:"
+	if errors.Is(err, spec.ErrWidening) {
+		heading = "cordon: refused: the worker chain asks for more than its parent allows (a child can only narrow):"
+	}
+	fmt.Fprintln(w, heading)
 	for _, line := range splitJoined(err) {
 		fmt.Fprintf(w, "  - %s\n", line)
 	}
