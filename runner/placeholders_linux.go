@@ -1,9 +1,7 @@
 package runner
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,72 +17,83 @@ import (
 // another mount namespace detaches that mount, lifting the other run's
 // protection. So a placeholder is removed only by the last run using it.
 //
-// Layout: DIR/placeholders/lock (flock), DIR/placeholders/<sha256(path)>/
-// holding "path" and one empty file per run ID.
+// It is one JSON file (path -> run IDs) read and rewritten under an flock,
+// so a run costs a handful of file operations however many paths it guards.
 type placeholderRegistry struct {
-	dir string
+	dir  string
+	lock *os.File
+	uses map[string][]string
 }
 
 func (s *stateDir) placeholders() *placeholderRegistry {
 	return &placeholderRegistry{dir: filepath.Join(s.dir, "placeholders")}
 }
 
-// lock takes the registry's exclusive lock.
-func (r *placeholderRegistry) lock() (func(), error) {
+// open takes the registry's exclusive lock and reads it.
+func (r *placeholderRegistry) open() error {
 	if err := os.MkdirAll(r.dir, 0o700); err != nil {
-		return nil, err
+		return err
 	}
 	f, err := os.OpenFile(filepath.Join(r.dir, "lock"), os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		f.Close()
-		return nil, err
+		return err
 	}
-	return func() { f.Close() }, nil
+	r.lock = f
+	r.uses = map[string][]string{}
+	data, err := os.ReadFile(filepath.Join(r.dir, "registry.json"))
+	if err == nil {
+		// A registry that cannot be read is treated as empty: at worst a
+		// placeholder is kept that could have been removed.
+		_ = json.Unmarshal(data, &r.uses)
+	}
+	return nil
 }
 
-func (r *placeholderRegistry) entry(path string) string {
-	sum := sha256.Sum256([]byte(path))
-	return filepath.Join(r.dir, hex.EncodeToString(sum[:16]))
-}
-
-// inUse reports whether a run has registered path as a placeholder.
-func (r *placeholderRegistry) inUse(path string) bool {
-	ents, err := os.ReadDir(r.entry(path))
-	if err != nil {
-		return false
-	}
-	for _, e := range ents {
-		if e.Name() != "path" {
-			return true
+// close writes the registry back and releases the lock.
+func (r *placeholderRegistry) close() error {
+	defer r.lock.Close()
+	for p, ids := range r.uses {
+		if len(ids) == 0 {
+			delete(r.uses, p)
 		}
 	}
-	return false
+	data, err := json.Marshal(r.uses)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(r.dir, "registry.json.tmp")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(r.dir, "registry.json"))
 }
 
-func (r *placeholderRegistry) add(path, id string) error {
-	e := r.entry(path)
-	if err := os.MkdirAll(e, 0o700); err != nil {
-		return err
+func (r *placeholderRegistry) inUse(path string) bool { return len(r.uses[path]) > 0 }
+
+func (r *placeholderRegistry) add(path, id string) {
+	for _, u := range r.uses[path] {
+		if u == id {
+			return
+		}
 	}
-	if err := os.WriteFile(filepath.Join(e, "path"), []byte(path), 0o600); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(e, id), nil, 0o600)
+	r.uses[path] = append(r.uses[path], id)
 }
 
 // release drops id's use of path and reports whether no run uses it now.
 func (r *placeholderRegistry) release(path, id string) bool {
-	e := r.entry(path)
-	_ = os.Remove(filepath.Join(e, id))
-	if r.inUse(path) {
-		return false
+	ids := r.uses[path]
+	for i, u := range ids {
+		if u == id {
+			ids = append(ids[:i], ids[i+1:]...)
+			break
+		}
 	}
-	_ = os.Remove(filepath.Join(e, "path"))
-	_ = os.Remove(e)
-	return true
+	r.uses[path] = ids
+	return len(ids) == 0
 }
 
 // acquirePlaceholders, under the registry lock, joins every placeholder of
@@ -92,25 +101,22 @@ func (r *placeholderRegistry) release(path, id string) bool {
 // It returns every placeholder this run now uses.
 func (s *stateDir) acquirePlaceholders(id string, guarded []string, create func() ([]string, error)) (used []string, err error) {
 	reg := s.placeholders()
-	unlock, err := reg.lock()
-	if err != nil {
+	if err := reg.open(); err != nil {
 		return nil, fmt.Errorf("placeholder registry: %w", err)
 	}
-	defer unlock()
 	for _, p := range guarded {
 		if reg.inUse(p) {
-			if err := reg.add(p, id); err != nil {
-				return used, err
-			}
+			reg.add(p, id)
 			used = append(used, p)
 		}
 	}
 	created, err := create()
 	for _, c := range created {
-		if aerr := reg.add(c, id); aerr != nil && err == nil {
-			err = aerr
-		}
+		reg.add(c, id)
 		used = append(used, c)
+	}
+	if cerr := reg.close(); cerr != nil && err == nil {
+		err = fmt.Errorf("placeholder registry: %w", cerr)
 	}
 	return used, err
 }
@@ -123,18 +129,15 @@ func (s *stateDir) releasePlaceholders(id string, used []string) {
 		return
 	}
 	reg := s.placeholders()
-	unlock, err := reg.lock()
-	if err != nil {
+	if err := reg.open(); err != nil {
 		return
 	}
-	defer unlock()
 	sorted := append([]string(nil), used...)
 	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
 	for _, p := range sorted {
 		if reg.release(p, id) {
-			if err := unix.Rmdir(p); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTEMPTY) {
-				continue
-			}
+			_ = unix.Rmdir(p) // fails (and keeps it) when the command filled it
 		}
 	}
+	_ = reg.close()
 }
