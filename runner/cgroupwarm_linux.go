@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/opencontainers/cgroups"
 	"github.com/sirupsen/logrus"
@@ -23,6 +25,29 @@ import (
 // milliseconds later finds the lock warm. Any failure is ignored: it is
 // only an optimization.
 func prewarmCgroupLock() {
+	// One prewarm serves one run: skip when one started moments ago (the
+	// CLI starts it early, then Run asks again).
+	now := time.Now().UnixNano()
+	if last := lastPrewarm.Load(); last != 0 && now-last < int64(50*time.Millisecond) {
+		return
+	}
+	lastPrewarm.Store(now)
+	startPrewarm()
+}
+
+// PrewarmCgroups starts the cgroup-lock prewarm early, for a caller (the
+// CLI) that knows a run as root is coming: the earlier it starts, the more
+// of the kernel's grace period overlaps cordon's own start-up. It does
+// nothing when not root.
+func PrewarmCgroups() {
+	if os.Geteuid() == 0 {
+		prewarmCgroupLock()
+	}
+}
+
+var lastPrewarm atomic.Int64
+
+func startPrewarm() {
 	path := ownCgroupProcs()
 	if path == "" {
 		return

@@ -8,3 +8,6 @@ func Init() {}
 // New returns ErrUnsupported: this package's backend needs Linux. On macOS
 // use package darwin.
 func New(Options) (Runner, error) { return nil, ErrUnsupported }
+
+// PrewarmCgroups does nothing off Linux.
+func PrewarmCgroups() {}

@@ -21,6 +21,7 @@ func init() {
 const runUsage = "[--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--readonly] [--timeout D] [--memory M] [--pids N] [--attach PATH]... [--audit FILE] [--report FILE] [--json] -- CMD [ARG...]"
 
 func runMain(args []string) int {
+	runner.PrewarmCgroups()
 	fs := newFlagSet("run", runUsage)
 	var sf sandboxFlags
 	var of overrideFlags
