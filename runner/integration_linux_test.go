@@ -766,3 +766,39 @@ func TestIntegrationSeccompAndNoPrivileges(t *testing.T) {
 		t.Errorf("cordon's hand-over variables leaked into the command's environment: %q", out.stdout)
 	}
 }
+
+// TestIntegrationStateDirNeverMounted is the security property "a sandbox
+// never sees cordon's state": a mount that covers the state directory is
+// refused before anything runs, and the command leaves no trace there.
+func TestIntegrationStateDirNeverMounted(t *testing.T) {
+	sb := newSandbox(t)
+	state := stateDir(t)
+	sb.Mounts = []spec.Mount{{Source: filepath.Dir(state), Target: filepath.Dir(state)}}
+	marker := filepath.Join(state, "planted-by-sandbox")
+	out := run(t, sb, "", sh("touch "+marker)...)
+	if out.res.FailureType != runner.FailureSetupError || !strings.Contains(out.res.FailureDetail, "state directory") {
+		t.Fatalf("want a refusal naming the state directory, got %+v", out.res)
+	}
+	mustNotExist(t, marker)
+}
+
+// TestIntegrationInitCannotBeHeldOrPreloaded covers cordon's PID 1: the
+// command cannot open the init's liveness pipe through /proc (which would
+// let the sandbox outlive cordon) or read its environment, and LD_* reach
+// the command without being applied to the init.
+func TestIntegrationInitCannotBeHeldOrPreloaded(t *testing.T) {
+	sb := newSandbox(t)
+	sb.Env.Set = map[string]string{"LD_LIBRARY_PATH": "/nonexistent-cordon"}
+	out := run(t, sb, "", sh("(exec 7>/proc/1/fd/3 && echo HELD); cat /proc/1/environ >/dev/null 2>&1 && echo ENVIRON; echo lib=$LD_LIBRARY_PATH; env | grep -c _CORDON_ || true")...)
+	if strings.Contains(out.stdout, "HELD") || strings.Contains(out.stdout, "ENVIRON") {
+		t.Fatalf("the command reached its init's fds or environment: %q", out.stdout)
+	}
+	if !strings.Contains(out.stdout, "lib=/nonexistent-cordon") {
+		t.Fatalf("LD_LIBRARY_PATH did not reach the command: %q", out.stdout)
+	}
+	if !strings.HasSuffix(strings.TrimSpace(out.stdout), "\n0") && strings.TrimSpace(out.stdout) != "0" {
+		if !strings.HasSuffix(strings.TrimSpace(out.stdout), "0") {
+			t.Fatalf("hand-over variables leaked: %q", out.stdout)
+		}
+	}
+}

@@ -134,6 +134,10 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 		runUnsandboxed(ctx, req, res, table)
 		return
 	}
+	if err := r.checkStateHidden(sb); err != nil {
+		setupFailed(res, err)
+		return
+	}
 	eff, missing, err := r.plan(sb)
 	res.Unenforced = missing
 	if err != nil {
@@ -237,7 +241,7 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 		return
 	}
 	lp.Init = true
-	lp.Env = append(lp.Env, seccompEnvValue(bpf, seccompFlags))
+	lp.Env = append(handOverLoaderEnv(lp.Env), seccompEnvValue(bpf, seccompFlags))
 	liveR, liveW, err := os.Pipe()
 	if err != nil {
 		setupFailed(res, fmt.Errorf("%w: liveness pipe: %w", ErrSetup, err))
@@ -358,6 +362,58 @@ loop:
 	default:
 		classifyExit(res, table, eff, cwd, tail.String())
 	}
+}
+
+// handOverLoaderEnv renames the variables the dynamic loader acts on
+// (LD_*), so they reach the command but not cordon's PID 1, which must not
+// load foreign code before its seccomp filter is in place; the init
+// restores them just before it executes the command.
+func handOverLoaderEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "LD_") {
+			kv = loaderEnvPrefix + kv
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// loaderEnvPrefix must match CORDON_ENV_PREFIX in sandboxinit_linux.c.
+const loaderEnvPrefix = "_CORDON_ENV_"
+
+// checkStateHidden refuses a sandbox that would show cordon's state
+// directory to the command: that directory holds container state (with the
+// hooks libcontainer runs on the host when it destroys a container), the
+// seccomp cache and the placeholder registry, so a command that could write
+// it could run code on the host or disable a later run's filter.
+func (r *linuxRunner) checkStateHidden(sb *spec.Sandbox) error {
+	state, err := filepath.EvalSymlinks(r.state.dir)
+	if err != nil {
+		state = r.state.dir
+	}
+	var sources []string
+	if sb.Root != "" {
+		sources = append(sources, sb.Root)
+	}
+	for _, m := range sb.Mounts {
+		sources = append(sources, m.Source)
+	}
+	if sb.System.Kind == spec.SystemRootfs {
+		sources = append(sources, sb.System.Rootfs)
+	}
+	for _, src := range sources {
+		real, err := filepath.EvalSymlinks(src)
+		if err != nil {
+			real = src
+		}
+		if real == "/" || state == real || strings.HasPrefix(state+"/", strings.TrimSuffix(real, "/")+"/") {
+			return fmt.Errorf("%w: the mount of %s would show cordon's state directory %s to the sandbox; "+
+				"mount a narrower directory, or point cordon at another state directory (XDG_RUNTIME_DIR or TMPDIR for rootless runs)",
+				ErrUnenforceable, src, r.state.dir)
+		}
+	}
+	return nil
 }
 
 // classifyExit types a non-zero exit: a sandbox denial when the policy

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -43,6 +44,11 @@
 #define CORDON_LIVENESS_FD 3
 #define CORDON_SECCOMP_ENV "_CORDON_SECCOMP_BPF"
 #define CORDON_MAX_BPF 4096
+// Variables the dynamic loader acts on (LD_PRELOAD, LD_LIBRARY_PATH, ...)
+// would load code into this init before its filter is in place, so the
+// runner hands them over under this prefix and they are restored only in
+// the command's environment.
+#define CORDON_ENV_PREFIX "_CORDON_ENV_"
 
 static void die(const char *msg)
 {
@@ -132,6 +138,31 @@ static void load_seccomp(void)
 	free(copy);
 }
 
+// restore_env renames _CORDON_ENV_NAME=value back to NAME=value.
+static void restore_env(void)
+{
+	extern char **environ;
+	size_t n = 0;
+	for (char **e = environ; *e; e++)
+		n++;
+	char **saved = calloc(n + 1, sizeof(char *));
+	if (!saved)
+		die("out of memory");
+	size_t k = 0;
+	for (char **e = environ; *e; e++)
+		if (strncmp(*e, CORDON_ENV_PREFIX, strlen(CORDON_ENV_PREFIX)) == 0)
+			saved[k++] = strdup(*e);
+	for (size_t i = 0; i < k; i++) {
+		char *entry = saved[i];
+		char *eq = strchr(entry, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		unsetenv(entry);
+		setenv(entry + strlen(CORDON_ENV_PREFIX), eq + 1, 1);
+	}
+}
+
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT, SIGWINCH};
 
 __attribute__((constructor)) static void cordon_sandbox_init(int argc, char **argv, char **envp)
@@ -141,6 +172,11 @@ __attribute__((constructor)) static void cordon_sandbox_init(int argc, char **ar
 		return;
 	if (getpid() != 1)
 		die(CORDON_INIT_ARG " runs only as PID 1 inside a sandbox");
+	// Not dumpable: the command (same uid) can then neither open
+	// /proc/1/fd/3 to hold the liveness pipe open, nor read /proc/1/environ,
+	// nor ptrace this init.
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		die("cannot make the sandbox init non-dumpable");
 	// The liveness pipe must not reach the command.
 	if (fcntl(CORDON_LIVENESS_FD, F_SETFD, FD_CLOEXEC) < 0)
 		die("no liveness pipe from cordon");
@@ -176,6 +212,7 @@ __attribute__((constructor)) static void cordon_sandbox_init(int argc, char **ar
 			signal(SIGTTOU, SIG_DFL);
 		}
 		sigprocmask(SIG_SETMASK, &old, NULL);
+		restore_env();
 		execvp(argv[first], argv + first);
 		int e = errno;
 		fprintf(stderr, "cordon: cannot execute %s: %s\n", argv[first], strerror(e));
@@ -211,9 +248,16 @@ __attribute__((constructor)) static void cordon_sandbox_init(int argc, char **ar
 		}
 		int st;
 		pid_t w;
-		while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+		while ((w = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
 			if (w != child)
 				continue; // an orphan: reaped
+			if (WIFSTOPPED(st)) {
+				// Nothing in the sandbox can resume a stopped
+				// command (^Z at a terminal): continue it rather
+				// than hang until the timeout.
+				kill(-child, SIGCONT);
+				continue;
+			}
 			if (WIFEXITED(st))
 				_exit(WEXITSTATUS(st));
 			if (WIFSIGNALED(st))
