@@ -66,6 +66,14 @@ func guardMounts(sb *Sandbox, h hostInfo) (guards, error) {
 			chain = append(chain, a)
 		}
 		slices.Reverse(chain) // outermost first, so a symlink is met before what lies behind it
+		if fi, err := lstat(hostPathIn(z, true, p)); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			// A mount over a symlink lands on its target (or nowhere, when
+			// the target is missing), and the link itself could be replaced.
+			problems = append(problems, fmt.Errorf(
+				"cannot guard %s: it is a symlink, which a mount cannot cover; replace it by the file or directory it points to, "+
+					"or list the target in deny/protect instead: %w", p, ErrUnenforceable))
+			continue
+		}
 		for _, a := range chain {
 			host := hostPathIn(z, true, a)
 			fi, err := lstat(host)
@@ -84,10 +92,18 @@ func guardMounts(sb *Sandbox, h hostInfo) (guards, error) {
 				// Under a file nothing can be created.
 			case !seen[a]:
 				seen[a] = true
-				g.mounts = append(g.mounts, specs.Mount{
-					Destination: a, Type: "bind", Source: host,
-					Options: []string{"rbind", "nosuid", "nodev"},
-				})
+				opts := []string{"rbind", "nosuid", "nodev"}
+				// Under a protect path the guard must stay read-only:
+				// libcontainer's read-only rebind of the protect path is
+				// not recursive, so a read-write bind beneath it would
+				// reopen it for writing.
+				if underProtect(sb, a) {
+					opts = append(opts, "ro")
+					if h.recursiveRO {
+						opts = append(opts, "rro")
+					}
+				}
+				g.mounts = append(g.mounts, specs.Mount{Destination: a, Type: "bind", Source: host, Options: opts})
 			}
 			if err == nil && (fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir()) {
 				break
@@ -95,6 +111,17 @@ func guardMounts(sb *Sandbox, h hostInfo) (guards, error) {
 		}
 	}
 	return g, errors.Join(problems...)
+}
+
+// underProtect reports whether sandbox path p is a protect path or lies
+// beneath one.
+func underProtect(sb *Sandbox, p string) bool {
+	for _, pr := range sb.Protect {
+		if within(p, pr) {
+			return true
+		}
+	}
+	return false
 }
 
 // hostPathIn maps sandbox path p inside zone z to its host path.

@@ -1452,6 +1452,7 @@ func ExampleToOCI() {
 func TestOCIGuardsAncestors(t *testing.T) {
 	sb := ociWorkspace()
 	s := mustOCI(t, sb, ociProc(), ociRun(), ociGoldenHost())
+	var err error
 	m, ok := ociMountAt(s, ociWS+"/.git")
 	if !ok || m.Source != ociWS+"/.git" || !slices.Contains(m.Options, "rbind") || slices.Contains(m.Options, "ro") {
 		t.Fatalf(".git must be a read-write bind onto itself: %+v (found %v)", m, ok)
@@ -1463,9 +1464,37 @@ func TestOCIGuardsAncestors(t *testing.T) {
 		}
 		return goldenLstat(p)
 	}
-	_, err := toOCI(sb, ociProc(), ociRun(), h)
+	_, err = toOCI(sb, ociProc(), ociRun(), h)
 	if !errors.Is(err, ErrUnenforceable) || !strings.Contains(err.Error(), "symlink") {
 		t.Fatalf("a symlinked ancestor must be refused, got %v", err)
+	}
+	// A protect path that is itself a symlink cannot be covered by a mount.
+	h.lstat = func(p string) (fs.FileInfo, error) {
+		if p == ociWS+"/.bashrc" {
+			return fakeInfo{name: ".bashrc", mode: fs.ModeSymlink | 0o777}, nil
+		}
+		return goldenLstat(p)
+	}
+	if _, err := toOCI(sb, ociProc(), ociRun(), h); !errors.Is(err, ErrUnenforceable) || !strings.Contains(err.Error(), ".bashrc") {
+		t.Fatalf("a symlinked protect path must be refused, got %v", err)
+	}
+	// A guard beneath a protect path stays read-only: protect .git, deny
+	// .git/creds/token, and .git/creds must not become writable.
+	nested := ociWorkspace()
+	nested.Protect = []string{ociWS + "/.git"}
+	nested.Deny = []string{ociWS + "/.git/creds/token"}
+	h.lstat = func(p string) (fs.FileInfo, error) {
+		if p == ociWS+"/.git/creds" {
+			return fakeInfo{name: "creds", mode: fs.ModeDir | 0o755}, nil
+		}
+		return goldenLstat(p)
+	}
+	s, err = toOCI(nested, ociProc(), ociRun(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := ociMountAt(s, ociWS+"/.git/creds"); !ok || !slices.Contains(m.Options, "ro") {
+		t.Fatalf("guard under a protect path must be read-only: %+v (found %v)", m, ok)
 	}
 	// A read-only workspace needs no guards: nothing in it can be renamed.
 	ro := ociWorkspace()

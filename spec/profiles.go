@@ -18,6 +18,15 @@ import (
 var DefaultProtect = []string{
 	".git/hooks",
 	".git/config",
+	// commondir and config.worktree redirect or extend .git/config (and
+	// so core.fsmonitor, core.hooksPath, aliases); worktrees/ holds the
+	// same files of linked worktrees.
+	".git/commondir",
+	".git/config.worktree",
+	".git/worktrees",
+	// cordon's own project config: a command that could write it would
+	// widen the next run that discovers it.
+	"cordon.yaml",
 	".bashrc",
 	".bash_profile",
 	".bash_login",
