@@ -419,6 +419,19 @@ func (r *linuxRunner) checkStateHidden(sb *spec.Sandbox) error {
 // classifyExit types a non-zero exit: a sandbox denial when the policy
 // explains it, a process error otherwise.
 func classifyExit(res *Result, p Policy, sb *spec.Sandbox, cwd, stderr string) {
+	// cordon's PID 1 reports its own failures as "cordon: ..." with 125
+	// (set-up) or 126/127 (the command cannot be executed).
+	if line := initMessage(stderr); line != "" {
+		switch res.ExitCode {
+		case ExitSetupError:
+			setupFailed(res, fmt.Errorf("%w: sandbox init: %s", ErrSetup, line))
+			return
+		case ExitNotFound, ExitNotRunnable:
+			res.FailureType = FailureProcessError
+			res.FailureDetail = line
+			return
+		}
+	}
 	if d, ok := ClassifyDenial(p, sb, cwd, stderr); ok {
 		res.FailureType = FailureSandboxDenied
 		res.BlockedPath = d.Path
@@ -430,6 +443,17 @@ func classifyExit(res *Result, p Policy, sb *spec.Sandbox, cwd, stderr string) {
 	if res.Signal != "" {
 		res.FailureDetail = "the command was killed by " + res.Signal
 	}
+}
+
+// initMessage returns the last line cordon's PID 1 wrote about itself.
+func initMessage(stderr string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	for i := len(lines) - 1; i >= 0 && i >= len(lines)-3; i-- {
+		if msg, ok := strings.CutPrefix(lines[i], "cordon: "); ok {
+			return msg
+		}
+	}
+	return ""
 }
 
 // classifyStartError types a failure of container.Run: the command could
