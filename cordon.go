@@ -45,11 +45,12 @@ func WithRunner(r runner.Runner) ProjectOption {
 }
 
 // LoadProject finds the project config as git finds .git: the first
-// cordon.yaml in dir or a folder above it. Without one it uses the built-in
-// workspace profile rooted at dir: dir read-write, the host system
-// read-only, no network.
+// cordon.yaml in dir or a folder above it, which must have been trusted
+// (spec.Trust, `cordon trust`): a sandboxed command could have written it.
+// Without one it uses the built-in workspace profile rooted at dir: dir
+// read-write, the host system read-only, no network.
 func LoadProject(dir string, opts ...ProjectOption) (*Project, error) {
-	path, err := spec.FindProjectConfig(dir)
+	path, err := spec.DiscoverTrusted(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +78,7 @@ func LoadConfig(path string, opts ...ProjectOption) (*Project, error) {
 func NewProject(cfg *spec.Config, opts ...ProjectOption) *Project {
 	c := *cfg
 	c.Sandbox = *cfg.Sandbox.Clone()
+	spec.GuardTrustStore(&c.Sandbox)
 	p := &Project{cfg: &c, log: audit.New(audit.ViaAPI, cfg.Audit)}
 	for _, o := range opts {
 		o(p)

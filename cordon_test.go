@@ -64,6 +64,11 @@ func newProjectDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "cordon.yaml"), "sandbox:\n  root: .\n  deny: [.env]\n  limits: {timeout: 30s}\naudit: audit.jsonl\n")
+	// A discovered config is used only once trusted (cordon trust).
+	t.Setenv("CORDON_TRUST_FILE", filepath.Join(t.TempDir(), "trusted"))
+	if err := spec.Trust(filepath.Join(dir, "cordon.yaml")); err != nil {
+		t.Fatal(err)
+	}
 	writeFile(t, filepath.Join(dir, "docs", "brief.md"), "the brief\n")
 	writeFile(t, filepath.Join(dir, "src", "main.go"), "package main\n")
 	writeFile(t, filepath.Join(dir, ".env"), "TOKEN=1\n")

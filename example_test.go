@@ -10,6 +10,7 @@ import (
 
 	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/mounts"
+	"github.com/cordon-run/cordon/spec"
 )
 
 // The flow of a harness: load the project, derive a worker, use the file
@@ -25,6 +26,13 @@ func Example() {
 	must(os.WriteFile(filepath.Join(dir, "cordon.yaml"), []byte("sandbox:\n  root: .\n  limits: {timeout: 30s}\n"), 0o644))
 	must(os.Mkdir(filepath.Join(dir, "src"), 0o755))
 	must(os.WriteFile(filepath.Join(dir, "src.worker.yaml"), []byte("name: editor\nsandbox:\n  restrict: src\n"), 0o644))
+
+	// 0. Trust the project config once, after reviewing it, as `cordon trust`
+	// does: a discovered config is used only while its content is trusted.
+	// (This example keeps its trust store in a temporary folder.)
+	must(os.Setenv("CORDON_TRUST_FILE", filepath.Join(dir, "..", filepath.Base(dir)+".trusted")))
+	defer os.Remove(filepath.Join(dir, "..", filepath.Base(dir)+".trusted"))
+	must(spec.Trust(filepath.Join(dir, "cordon.yaml")))
 
 	// 1. Load the project config (found upwards from dir, as git finds .git).
 	p, err := cordon.LoadProject(dir)

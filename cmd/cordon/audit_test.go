@@ -23,6 +23,8 @@ func TestAuditRecordsRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The effective sandbox also denies the trust store, as every run's does.
+	spec.GuardTrustStore(&cfg.Sandbox)
 	digest, err := spec.SandboxDigest(&cfg.Sandbox)
 	if err != nil {
 		t.Fatal(err)

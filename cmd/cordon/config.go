@@ -69,7 +69,7 @@ func (f *sandboxFlags) loadBase() (*spec.Config, error) {
 	case f.profile != "":
 		return spec.Profile(f.profile, cwd)
 	}
-	p, err := spec.FindProjectConfig(cwd)
+	p, err := spec.DiscoverTrusted(cwd)
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +104,7 @@ func resolve(sf *sandboxFlags, of *overrideFlags) (*spec.Config, *spec.Sandbox, 
 			return nil, nil, err
 		}
 	}
+	spec.GuardTrustStore(sb)
 	if of != nil {
 		if len(sf.workers) > 0 && (of.network || len(of.mounts) > 0) {
 			return nil, nil, fmt.Errorf("%w: --network and --mount would widen the sandbox the worker chain derived; "+
@@ -238,6 +239,9 @@ func expandHome(p string) string {
 // exit code for it.
 func configError(w io.Writer, err error) int {
 	heading := "cordon: invalid configuration:"
+	if errors.Is(err, spec.ErrUntrusted) {
+		heading = "cordon: refused:"
+	}
 	if errors.Is(err, spec.ErrWidening) {
 		heading = "cordon: refused: the worker chain asks for more than its parent allows (a child can only narrow):"
 	}

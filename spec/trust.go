@@ -1,0 +1,137 @@
+package spec
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrUntrusted is matched by the error for a discovered project config that
+// the user has not trusted: a sandboxed command could have written it, in
+// any folder its workspace let it write, to widen the next run.
+var ErrUntrusted = errors.New("project config is not trusted")
+
+// TrustStorePath is the file that records trusted project configs:
+// $CORDON_TRUST_FILE, else $XDG_CONFIG_HOME/cordon/trusted, else
+// ~/.config/cordon/trusted. Every sandbox denies it (GuardTrustStore).
+func TrustStorePath() string {
+	if p := os.Getenv("CORDON_TRUST_FILE"); p != "" {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
+	}
+	base := os.Getenv("XDG_CONFIG_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = "/"
+		}
+		base = filepath.Join(home, ".config")
+	}
+	return filepath.Join(base, "cordon", "trusted")
+}
+
+// configDigest is the sha256 of a config file's content.
+func configDigest(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Trusted reports whether the config at path, with its current content, was
+// trusted with Trust. Any change to the file ends the trust.
+func Trusted(path string) (bool, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false, err
+	}
+	digest, err := configDigest(abs)
+	if err != nil {
+		return false, err
+	}
+	f, err := os.Open(TrustStorePath())
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		d, p, ok := strings.Cut(sc.Text(), "\t")
+		if ok && d == digest && p == abs {
+			return true, nil
+		}
+	}
+	return false, sc.Err()
+}
+
+// Trust records the config at path, with its current content, as trusted.
+func Trust(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	if _, err := Load(abs); err != nil {
+		return err
+	}
+	digest, err := configDigest(abs)
+	if err != nil {
+		return err
+	}
+	if ok, err := Trusted(abs); err != nil || ok {
+		return err
+	}
+	store := TrustStorePath()
+	if err := os.MkdirAll(filepath.Dir(store), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(store, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = fmt.Fprintf(f, "%s\t%s\n", digest, abs)
+	return err
+}
+
+// DiscoverTrusted finds the project config upwards from dir, as
+// FindProjectConfig does, and returns it only if it is trusted. It returns
+// "" when there is none, and an error matching ErrUntrusted when the one it
+// finds is not trusted.
+func DiscoverTrusted(dir string) (string, error) {
+	p, err := FindProjectConfig(dir)
+	if err != nil || p == "" {
+		return p, err
+	}
+	ok, err := Trusted(p)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("%w: found %s, but a sandboxed command could have written it; "+
+			"review it, then run `cordon trust %s` (trust ends when the file changes), or name it with --config", ErrUntrusted, p, p)
+	}
+	return p, nil
+}
+
+// GuardTrustStore adds the trust store to sb's deny list, so no sandbox can
+// trust a config on the user's behalf (a missing store inside a writable
+// mount gets a placeholder, which keeps it from being created).
+func GuardTrustStore(sb *Sandbox) {
+	store := TrustStorePath()
+	for _, d := range sb.Deny {
+		if within(store, d) {
+			return
+		}
+	}
+	sb.Deny = append(sb.Deny, store)
+}
