@@ -182,7 +182,7 @@ func ClassifyDenial(p Policy, sb *spec.Sandbox, cwd, stderr string) (Denial, boo
 			if path == "" {
 				continue
 			}
-			if d, ok := explain(p, sb, path, kind); ok {
+			if d, ok := explain(p, sb, path, line, kind); ok {
 				return d, true
 			}
 		}
@@ -201,6 +201,22 @@ func ClassifyDenial(p Policy, sb *spec.Sandbox, cwd, stderr string) (Denial, boo
 	return Denial{}, false
 }
 
+// readPrefixes are the tools whose permission errors are about reading.
+var readPrefixes = []string{"cat:", "head:", "tail:", "less:", "more:", "grep:", "sort:", "wc:", "diff:", "md5sum:", "sha256sum:", "od:", "xxd:"}
+
+// isReadLine reports whether a permission error on this stderr line is about
+// reading, not writing.
+func isReadLine(line string) bool {
+	l := strings.ToLower(strings.TrimSpace(line))
+	for _, p := range readPrefixes {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return strings.Contains(l, "for reading") || strings.Contains(l, "cannot read") ||
+		strings.Contains(l, "cannot open directory") || strings.Contains(l, "failed to read")
+}
+
 func absolutize(p, cwd string, sb *spec.Sandbox) string {
 	if strings.HasPrefix(p, "~/") {
 		return "" // the sandbox's HOME is not the host's; do not guess
@@ -217,9 +233,19 @@ func absolutize(p, cwd string, sb *spec.Sandbox) string {
 	return filepath.Join(cwd, p)
 }
 
-func explain(p Policy, sb *spec.Sandbox, path string, kind errnoKind) (Denial, bool) {
+func explain(p Policy, sb *spec.Sandbox, path, line string, kind errnoKind) (Denial, bool) {
 	switch kind {
-	case errReadOnly, errAccess:
+	case errAccess:
+		if isReadLine(line) {
+			// A read that failed: only a path the policy hides explains
+			// it; a readable path refused by host permissions does not.
+			if err := p.Check(path, false); err != nil {
+				return Denial{Path: path, Detail: err.Error()}, true
+			}
+			return Denial{}, false
+		}
+		fallthrough
+	case errReadOnly:
 		if err := p.Check(path, true); err != nil {
 			// A write was refused. If the path is not even readable, the
 			// read check gives the better message.

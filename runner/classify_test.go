@@ -79,6 +79,8 @@ func TestClassifyDenial(t *testing.T) {
 		{"busy protected file", "rm: cannot remove '.git/hooks': Device or resource busy", false, true, filepath.Join(root, ".git/hooks"), "protect"},
 		{"missing inside workspace", "cat: " + root + "/nope: No such file or directory", false, false, "", ""},
 		{"writable path, real EACCES", "bash: " + root + "/f: Permission denied", false, false, "", ""},
+		{"readable path, read refused by host permissions", "cat: /etc/hostname: Permission denied", false, false, "", ""},
+		{"hidden path, read refused", "cat: " + outside + "/exists: Permission denied", false, true, outside + "/exists", root},
 		{"network off", "curl: (6) Could not resolve host: example.com", false, true, "", "network"},
 		{"network on is not ours", "curl: (6) Could not resolve host: example.com", true, false, "", ""},
 		{"unrelated", "error: something broke", false, false, "", ""},

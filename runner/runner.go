@@ -33,7 +33,10 @@ type Request struct {
 	// Dir is the working directory inside the sandbox (default: the root).
 	Dir string
 	// Stdin, Stdout and Stderr are the command's stdio; nil means
-	// /dev/null for Stdin and discard for the others.
+	// /dev/null for Stdin and discard for the others. Stdin is copied by a
+	// goroutine that cannot be interrupted while it waits in Read: after
+	// the run ends it consumes at most one more read's worth of input, so a
+	// caller that reuses a reader across runs should pass a fresh one.
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
