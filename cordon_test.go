@@ -6,9 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/cordon-run/cordon/internal/testenv"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -25,27 +25,6 @@ import (
 func TestMain(m *testing.M) {
 	cordon.Init()
 	os.Exit(m.Run())
-}
-
-// requireSandbox skips a test that starts containers where this host
-// cannot, except under CI=true, where that is a failure.
-func requireSandbox(t *testing.T) {
-	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("these tests exercise the Linux backend")
-	}
-	if os.Geteuid() == 0 {
-		return
-	}
-	for _, c := range runner.Doctor() {
-		if c.Name == "user namespaces" && c.OK {
-			return
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("needs root or user namespaces to start sandboxes, and CI=true forbids skipping")
-	}
-	t.Skip("needs root or user namespaces to start sandboxes")
 }
 
 func writeFile(t *testing.T, path, content string) {
@@ -209,7 +188,7 @@ func TestRunFailsClosedOnAudit(t *testing.T) {
 // TestRunAttachmentStreams runs a pure-function worker with an attachment:
 // output streams to the writers, the attachment is readable and read-only.
 func TestRunAttachmentStreams(t *testing.T) {
-	requireSandbox(t)
+	testenv.RequireSandbox(t)
 	dir := newProjectDir(t)
 	p, err := cordon.LoadProject(dir)
 	if err != nil {

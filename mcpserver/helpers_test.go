@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -23,27 +22,6 @@ import (
 func TestMain(m *testing.M) {
 	runner.Init()
 	os.Exit(m.Run())
-}
-
-// requireSandbox skips a test that starts containers where this host
-// cannot, except under CI=true, where that is a failure.
-func requireSandbox(t *testing.T) {
-	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("the shell tool's backend under test is Linux's")
-	}
-	if os.Geteuid() == 0 {
-		return
-	}
-	for _, c := range runner.Doctor() {
-		if c.Name == "user namespaces" && c.OK {
-			return
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("needs root or user namespaces to start sandboxes, and CI=true forbids skipping")
-	}
-	t.Skip("needs root or user namespaces to start sandboxes")
 }
 
 var (

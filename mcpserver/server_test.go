@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/cordon-run/cordon/internal/testenv"
 	"os"
 	"path/filepath"
 	"sort"
@@ -271,7 +272,7 @@ func TestAttachmentReadOnly(t *testing.T) {
 // process: a command runs in the workspace, a timeout the call sets kills
 // it, and an invalid timeout is a tool error.
 func TestShellInProcess(t *testing.T) {
-	requireSandbox(t)
+	testenv.RequireSandbox(t)
 	f := newFixture(t, "")
 	cfg, err := spec.Load(f.config)
 	if err != nil {

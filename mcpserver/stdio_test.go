@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"github.com/cordon-run/cordon/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,7 +47,7 @@ func (w *testWriter) Write(p []byte) (int, error) {
 // what IS allowed, that the workspace changed only where writes were
 // allowed, and that the audit log holds the runs and the denials.
 func TestStdioHostileTranscript(t *testing.T) {
-	requireSandbox(t)
+	testenv.RequireSandbox(t)
 	f := newFixture(t, "")
 	cs := startCordonMCP(t, f.base, "--config", f.config)
 

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/cordon-run/cordon/internal/testenv"
 	"net"
 	"os"
 	"os/exec"
@@ -33,21 +34,6 @@ func TestMain(m *testing.M) {
 }
 
 func isRoot() bool { return os.Geteuid() == 0 }
-
-// requireRoot skips a test that needs root, unless CI=true, where a missing
-// privilege is a failure. The rootless CI pass (CORDON_ROOTLESS=1) runs the
-// same binary unprivileged on purpose and checks the fail-closed behaviour
-// in the tests that branch on isRoot instead.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if isRoot() {
-		return
-	}
-	if os.Getenv("CI") == "true" && os.Getenv("CORDON_ROOTLESS") != "1" {
-		t.Fatalf("this test needs root and CI=true forbids skipping it")
-	}
-	t.Skip("needs root (host submounts or cgroup limits); the root pass of `make test` covers it")
-}
 
 // requireSandbox fails or skips when this host cannot build a sandbox at all.
 func requireSandbox(t *testing.T) {
@@ -238,7 +224,7 @@ func TestIntegrationReadonlyMount(t *testing.T) {
 }
 
 func TestIntegrationReadonlySubmounts(t *testing.T) {
-	requireRoot(t)
+	testenv.RequireRoot(t)
 	sb := newSandbox(t)
 	ro := t.TempDir()
 	sub := filepath.Join(ro, "sub")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/cordon-run/cordon/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,7 +83,7 @@ func TestAttachRefused(t *testing.T) {
 // readable at the parent's path and cannot be written, and nothing else of
 // the parent becomes visible.
 func TestAttachVisibleReadOnly(t *testing.T) {
-	requireSandbox(t)
+	testenv.RequireSandbox(t)
 	p := newProject(t)
 	brief := filepath.Join(p.ws, "docs", "brief.md")
 	rows := []struct {

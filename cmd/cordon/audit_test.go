@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/cordon-run/cordon/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ import (
 // sandbox denied and a refused derivation, in the config's log and in the
 // --audit file alike.
 func TestAuditRecordsRuns(t *testing.T) {
-	requireSandbox(t)
+	testenv.RequireSandbox(t)
 	p := newProject(t)
 	extra := filepath.Join(p.base, "extra.jsonl")
 	cfg, err := spec.Load(p.config)
@@ -118,7 +119,7 @@ func TestAuditConcurrentProcesses(t *testing.T) {
 	p := newProject(t)
 	const refused = 12
 	allowed := 0
-	if canSandbox() {
+	if testenv.CanSandbox() {
 		allowed = 4
 	}
 	var wg sync.WaitGroup

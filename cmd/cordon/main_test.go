@@ -9,11 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/cordon-run/cordon/audit"
-	"github.com/cordon-run/cordon/runner"
 )
 
 // cordonBin is the cordon binary the CLI tests run: a real build of this
@@ -36,39 +34,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// requireSandbox skips a test that starts containers where this host
-// cannot, except under CI=true, where that is a failure.
-func requireSandbox(t *testing.T) {
-	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("the backend under test is Linux's")
-	}
-	if canSandbox() {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("needs root or user namespaces to start sandboxes, and CI=true forbids skipping")
-	}
-	t.Skip("needs root or user namespaces to start sandboxes")
-}
-
-// canSandbox reports whether this host can start sandboxes: as root, or
-// with user namespaces.
-func canSandbox() bool {
-	if runtime.GOOS != "linux" {
-		return false
-	}
-	if os.Geteuid() == 0 {
-		return true
-	}
-	for _, c := range runner.Doctor() {
-		if c.Name == "user namespaces" && c.OK {
-			return true
-		}
-	}
-	return false
 }
 
 // cliResult is the outcome of one cordon invocation.

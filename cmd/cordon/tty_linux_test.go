@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/cordon-run/cordon/internal/testenv"
 	"os"
 	"os/exec"
 	"strings"
@@ -17,7 +18,7 @@ import (
 // as a person at a terminal would: the sandbox gets a terminal of its own,
 // ^C reaches the foreground job (not cordon), and the exit status is bash's.
 func TestRunInteractiveTTY(t *testing.T) {
-	requireSandbox(t)
+	testenv.RequireSandbox(t)
 	master, slave, err := console.NewPty()
 	if err != nil {
 		t.Fatalf("pty: %v", err)
@@ -92,7 +93,7 @@ func TestRunInteractiveTTY(t *testing.T) {
 // TestRunForwardsSIGTERM: a SIGTERM to cordon reaches the command (through
 // cordon's PID 1 in the sandbox), which handles it and sets the exit status.
 func TestRunForwardsSIGTERM(t *testing.T) {
-	requireSandbox(t)
+	testenv.RequireSandbox(t)
 	cmd := exec.Command(cordonBin, "run", "--profile", "workspace", "--", "sh", "-c",
 		`trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.1; done`)
 	cmd.Dir = t.TempDir()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/cordon-run/cordon/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,7 +81,7 @@ func TestWorkerWideningRefused(t *testing.T) {
 // TestWorkerChainRun runs a two-level chain for real: the child sees only
 // its subtree, read-only, and the report carries the lineage.
 func TestWorkerChainRun(t *testing.T) {
-	requireSandbox(t)
+	testenv.RequireSandbox(t)
 	p := newProject(t)
 	report := filepath.Join(p.base, "report.json")
 	res := cordon(t, p.base, "run", "--config", p.config, "--worker", p.worker("src"), "--worker", p.worker("ro"),
