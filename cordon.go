@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sirupsen/logrus"
 	"io"
 	"sync"
 	"time"
@@ -82,6 +83,11 @@ func NewProject(cfg *spec.Config, opts ...ProjectOption) *Project {
 	p := &Project{cfg: &c, log: audit.New(audit.ViaAPI, cfg.Audit)}
 	for _, o := range opts {
 		o(p)
+	}
+	if !cfg.AuditRequired {
+		p.log.BestEffort(func(err error) {
+			logrus.WithError(err).Warn("audit record not written (audit_required: false)")
+		})
 	}
 	return p
 }

@@ -101,6 +101,19 @@ type Result struct {
 type Log struct {
 	paths []string
 	via   string
+	// warn, when set, makes the log best effort: a failed write is passed
+	// to warn instead of failing the run (the config's
+	// `audit_required: false`).
+	warn func(error)
+}
+
+// BestEffort makes l report failed writes to warn instead of returning
+// them, so they no longer fail the run closed. It returns l.
+func (l *Log) BestEffort(warn func(error)) *Log {
+	if l != nil {
+		l.warn = warn
+	}
+	return l
 }
 
 // New returns a log that appends every record to each of paths, with Via
@@ -173,7 +186,12 @@ func (l *Log) Append(recs ...Record) error {
 			errs = append(errs, &WriteError{Path: p, Err: err})
 		}
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if err != nil && l.warn != nil {
+		l.warn(err)
+		return nil
+	}
+	return err
 }
 
 // Serve records that a server starts offering sb's tools. It is written

@@ -16,7 +16,7 @@ import (
 var DefaultEnvPass = []string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"}
 
 var (
-	topKeys     = []string{"sandbox", "delegation", "audit"}
+	topKeys     = []string{"sandbox", "delegation", "audit", "audit_required"}
 	sandboxKeys = []string{"root", "readonly", "mounts", "deny", "protect", "network", "system", "limits", "env", "require_os_sandbox"}
 	mountKeys   = []string{"source", "target", "readonly", "name", "suffixes", "max_file_bytes"}
 )
@@ -46,8 +46,9 @@ func Parse(data []byte, baseDir, source string) (*Config, error) {
 		return nil, fmt.Errorf("%w: cannot resolve the base folder %q: %w", ErrInvalidConfig, baseDir, err)
 	}
 	cfg := &Config{
-		Source:     source,
-		Delegation: Delegation{MaxDepth: DefaultMaxDepth},
+		Source:        source,
+		Delegation:    Delegation{MaxDepth: DefaultMaxDepth},
+		AuditRequired: true,
 	}
 	top := d.fields(d.document(data, true), "", topKeys, true)
 	d.sandbox(top["sandbox"], base, &cfg.Sandbox)
@@ -74,6 +75,11 @@ func Parse(data []byte, baseDir, source string) (*Config, error) {
 			} else {
 				cfg.Audit = p
 			}
+		}
+	}
+	if v := top["audit_required"]; !isNull(v) {
+		if b, ok := d.boolean(v, "audit_required"); ok {
+			cfg.AuditRequired = b
 		}
 	}
 	validateSandbox(&cfg.Sandbox, d)

@@ -107,9 +107,10 @@ func TestFullFixture(t *testing.T) {
 			Env:              Env{Pass: []string{"PATH", "LANG", "TERM"}, Set: map[string]string{"FOO": "bar", "RETRIES": "3"}},
 			RequireOSSandbox: true,
 		},
-		Delegation: Delegation{MaxDepth: 3},
-		Audit:      abs(t, filepath.Join(fixtures, "audit.log")),
-		Source:     filepath.Join(fixtures, "good", "full.yaml"),
+		Delegation:    Delegation{MaxDepth: 3},
+		Audit:         abs(t, filepath.Join(fixtures, "audit.log")),
+		AuditRequired: true,
+		Source:        filepath.Join(fixtures, "good", "full.yaml"),
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("Load(full.yaml) =\n%+v\nwant\n%+v", cfg, want)

@@ -98,6 +98,7 @@ func Profile(name, cwd string) (*Config, error) {
 		return nil, &FieldError{Field: "profile " + name, Problem: "the workspace " + prob, Fix: "run cordon from a project directory"}
 	}
 	cfg := &Config{
+		AuditRequired: true,
 		Sandbox: Sandbox{
 			Root:             root,
 			Protect:          joinAll(root, DefaultProtect),

@@ -11,6 +11,10 @@ type Config struct {
 	Delegation Delegation
 	// Audit is the path of an append-only JSON-lines audit log, or "".
 	Audit string
+	// AuditRequired, when true (the default), fails a run closed when its
+	// audit record cannot be written; `audit_required: false` makes the log
+	// best effort (a failed write is only reported).
+	AuditRequired bool
 	// Source is the file the config was read from, or "profile:NAME" for a
 	// built-in profile. It is used in messages only.
 	Source string

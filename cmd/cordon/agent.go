@@ -34,6 +34,11 @@ func (f *agentFlags) prepare(sf *sandboxFlags, of *overrideFlags, via string) (*
 		return nil, nil, configError(os.Stderr, err)
 	}
 	log := audit.New(via, cfg.Audit, f.audit)
+	if !cfg.AuditRequired {
+		log.BestEffort(func(err error) {
+			fmt.Fprintf(os.Stderr, "cordon: WARNING: audit record not written (audit_required: false): %v\n", err)
+		})
+	}
 	if len(f.attach) > 0 {
 		parent, err := parentSandbox(sf, sb)
 		if err == nil {

@@ -154,3 +154,18 @@ func TestAuditConcurrentProcesses(t *testing.T) {
 		t.Errorf("records %v, want %v", counts, want)
 	}
 }
+
+// TestAuditBestEffort: with `audit_required: false` a log that cannot be
+// written is reported on stderr and the command still runs.
+func TestAuditBestEffort(t *testing.T) {
+	p := newProject(t)
+	cfg := filepath.Join(p.base, "best-effort.yaml")
+	writeFile(t, cfg, "sandbox:\n  root: ws\naudit: no-such-dir/audit.jsonl\naudit_required: false\n")
+	res := cordon(t, p.ws, "run", "--config", cfg, "--", "true")
+	if res.code != 0 {
+		t.Fatalf("exit %d, want 0 (best-effort audit)\nstderr: %s", res.code, res.stderr)
+	}
+	if !strings.Contains(res.stderr, "audit record not written") {
+		t.Errorf("stderr = %q, want a warning about the audit log", res.stderr)
+	}
+}
