@@ -136,6 +136,8 @@ func (e *PathError) Error() string {
 		}
 	case ErrInvalidPath:
 		fmt.Fprintf(&b, "invalid path: %s", e.Rule)
+	case ErrUnsafeSource:
+		b.WriteString(e.Rule)
 	case ErrLoop:
 		fmt.Fprintf(&b, "too many levels of symbolic links (more than %d)", MaxSymlinks)
 	case ErrTooMany:
@@ -170,3 +172,9 @@ func displayPath(p string) string {
 	}
 	return q
 }
+
+// ErrUnsafeSource is matched when a mount source is reached through a
+// symlink inside a directory the sandbox (or a sandbox up its worker chain)
+// can write: a command could have swapped a directory for that symlink to
+// point the mount at any host path.
+var ErrUnsafeSource = errors.New("mount source reached through a symlink the sandbox could have planted")

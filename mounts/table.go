@@ -58,6 +58,8 @@ type Table struct {
 	// against host paths; both hold the configured paths, their lexical
 	// host mapping and their resolution through symbolic links at New.
 	denyS, denyH, protectS, protectH []string
+	// sb is a copy of the sandbox the table was built from.
+	sb *spec.Sandbox
 }
 
 // New builds the mount table of sb: the workspace root, the declared mounts,
@@ -121,7 +123,7 @@ func New(sb *spec.Sandbox) (*Table, error) {
 		system = append(system, Entry{Target: "/", Source: sb.System.Rootfs, Readonly: true, Origin: OriginSystem})
 	}
 
-	t := &Table{root: sb.Root, entries: user}
+	t := &Table{root: sb.Root, entries: user, sb: sb.Clone()}
 	for _, e := range system {
 		if _, shadowed := seen[e.Target]; !shadowed {
 			t.entries = append(t.entries, e)

@@ -15,6 +15,14 @@ import (
 // maxChars is zero or below.
 const DefaultMaxChars = 200000
 
+// MaxReadChars caps Read's maxChars, so one call cannot make the reader hold
+// an arbitrary amount of memory.
+const MaxReadChars = 10_000_000
+
+// MaxGlobstars caps the "**" segments of a List pattern: matching is
+// exponential in their number.
+const MaxGlobstars = 2
+
 // MaxListResults is the most paths List returns; beyond it List also returns
 // ErrTooMany.
 const MaxListResults = 10000
@@ -41,9 +49,15 @@ func (t *Table) Read(path string, maxChars int) (string, error) {
 	if maxChars <= 0 {
 		maxChars = DefaultMaxChars
 	}
+	if maxChars > MaxReadChars {
+		maxChars = MaxReadChars
+	}
 	r, err := t.resolve("read", path, false)
 	if err != nil {
 		return "", err
+	}
+	if err := t.CheckSources(); err != nil {
+		return "", &PathError{Op: "read", Path: path, Err: ErrUnsafeSource, Rule: err.Error()}
 	}
 	if r.rel == "" {
 		return "", &PathError{Op: "read", Path: path, Err: ErrNotFile, Rule: "a directory; use List"}
@@ -84,6 +98,9 @@ func (t *Table) Write(path, content string) error {
 	if err != nil {
 		return err
 	}
+	if err := t.CheckSources(); err != nil {
+		return &PathError{Op: "write", Path: path, Err: ErrUnsafeSource, Rule: err.Error()}
+	}
 	if r.rel == "" || strings.HasSuffix(path, "/") || strings.HasSuffix(path, "/.") || strings.HasSuffix(path, "/..") {
 		return &PathError{Op: "write", Path: path, Err: ErrNotFile, Rule: "a directory path; give a file name"}
 	}
@@ -118,6 +135,9 @@ func (t *Table) List(path, pattern string) ([]string, error) {
 	r, err := t.resolve("list", path, false)
 	if err != nil {
 		return nil, err
+	}
+	if err := t.CheckSources(); err != nil {
+		return nil, &PathError{Op: "list", Path: path, Err: ErrUnsafeSource, Rule: err.Error()}
 	}
 	l := &lister{t: t, segs: segs}
 	if err := t.listWalk(l, r); err != nil {
@@ -232,6 +252,15 @@ func splitPattern(pattern string) ([]string, error) {
 	}
 	if len(segs) == 0 {
 		segs = []string{"*"}
+	}
+	stars := 0
+	for _, s := range segs {
+		if s == "**" {
+			stars++
+		}
+	}
+	if stars > MaxGlobstars {
+		return nil, fmt.Errorf("%w: pattern %q has %d ** segments; at most %d are allowed", path.ErrBadPattern, pattern, stars, MaxGlobstars)
 	}
 	return segs, nil
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
@@ -787,4 +788,55 @@ func TestIntegrationInitCannotBeHeldOrPreloaded(t *testing.T) {
 			t.Fatalf("hand-over variables leaked: %q", out.stdout)
 		}
 	}
+}
+
+// TestIntegrationSwappedSourceRefused is the security property "a mount
+// source cannot be redirected by the sandbox": a command swaps a mount's
+// source (inside its writable workspace) for a symlink to a host directory;
+// the next run and the file tools refuse it, and nothing reaches that
+// directory. The same holds for a worker's restricted root swapped by the
+// parent's command.
+func TestIntegrationSwappedSourceRefused(t *testing.T) {
+	sb := newSandbox(t)
+	outside := t.TempDir()
+	data := filepath.Join(sb.Root, "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sb.Mounts = []spec.Mount{{Source: data, Target: "/data"}}
+	out := run(t, sb, "", sh("mv data data2 && ln -s "+outside+" data")...)
+	if out.res.ExitCode != 0 {
+		t.Fatalf("swap: %+v", out.res)
+	}
+	out = run(t, sb, "", sh("echo planted > /data/planted")...)
+	if out.res.FailureType != runner.FailureSetupError || !strings.Contains(out.res.FailureDetail, "symlink") {
+		t.Fatalf("a swapped source must be refused: %+v", out.res)
+	}
+	mustNotExist(t, filepath.Join(outside, "planted"))
+	table, err := mounts.New(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := table.Write("/data/tool-planted", "x"); !errors.Is(err, mounts.ErrUnsafeSource) {
+		t.Fatalf("file tool through a swapped source: want ErrUnsafeSource, got %v", err)
+	}
+	mustNotExist(t, filepath.Join(outside, "tool-planted"))
+
+	// A worker restricted to src/: the parent's command swaps src.
+	parent := newSandbox(t)
+	if err := os.Mkdir(filepath.Join(parent.Root, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	child, err := spec.Derive(parent, &spec.Worker{Name: "w", Sandbox: &spec.WorkerRequest{Restrict: "src"}}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, parent, "", sh("mv src src2 && ln -s "+outside+" src")...); out.res.ExitCode != 0 {
+		t.Fatalf("parent swap: %+v", out.res)
+	}
+	out = run(t, child, "", sh("echo planted > planted-by-child")...)
+	if out.res.FailureType != runner.FailureSetupError {
+		t.Fatalf("the child's swapped root must be refused: %+v", out.res)
+	}
+	mustNotExist(t, filepath.Join(outside, "planted-by-child"))
 }

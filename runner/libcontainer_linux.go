@@ -134,6 +134,10 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 		runUnsandboxed(ctx, req, res, table)
 		return
 	}
+	if err := table.CheckSources(); err != nil {
+		setupFailed(res, fmt.Errorf("%w: %w", ErrSetup, err))
+		return
+	}
 	if err := r.checkStateHidden(sb); err != nil {
 		setupFailed(res, err)
 		return

@@ -34,7 +34,23 @@ func (s *Sandbox) Clone() *Sandbox {
 		}
 	}
 	c.Lineage = cloneStrings(s.Lineage)
+	c.Guarded = cloneStrings(s.Guarded)
 	return &c
+}
+
+// WritableSources returns the host directories sb lets its command write:
+// the workspace unless read-only, and every read-write mount's source.
+func WritableSources(sb *Sandbox) []string {
+	var out []string
+	if sb.Root != "" && !sb.Readonly {
+		out = append(out, sb.Root)
+	}
+	for _, m := range sb.Mounts {
+		if !m.Readonly {
+			out = append(out, m.Source)
+		}
+	}
+	return out
 }
 
 func containsString(list []string, s string) bool {
@@ -87,6 +103,13 @@ func Derive(parent *Sandbox, w *Worker, maxDepth int) (*Sandbox, error) {
 	}
 	dv := &deriver{parent: parent, w: w, child: parent.Clone()}
 	dv.child.Lineage = append(dv.child.Lineage, w.Name)
+	// The parent's command can keep writing where it could: the child's
+	// sources must never be reached through a symlink it planted there.
+	for _, g := range WritableSources(parent) {
+		if !containsString(dv.child.Guarded, g) {
+			dv.child.Guarded = append(dv.child.Guarded, g)
+		}
+	}
 	if len(dv.child.Lineage) > maxDepth {
 		dv.widen(RuleMaxDepth, "the worker chain %s is %d deep, but delegation.max_depth is %d",
 			strings.Join(dv.child.Lineage, " > "), len(dv.child.Lineage), maxDepth)

@@ -66,6 +66,11 @@ type Sandbox struct {
 	// Lineage is the chain of worker names this sandbox was derived through,
 	// outermost first. It is empty for a top-level sandbox.
 	Lineage []string
+	// Guarded lists host directories that a sandbox up the worker chain
+	// could write: below them, no mount source of this sandbox may pass
+	// through a symlink, which such a sandbox could have planted. Derive
+	// fills it; the runner and the file tools check it on every use.
+	Guarded []string `json:",omitempty"`
 }
 
 // Mount is one bind mount with Docker --mount semantics.
