@@ -36,7 +36,10 @@ type ProjectOption func(*Project)
 // WithAuditFile appends the audit log to path too, in addition to the
 // config's own `audit:` file.
 func WithAuditFile(path string) ProjectOption {
-	return func(p *Project) { p.log = audit.New(audit.ViaAPI, append(p.log.Paths(), path)...) }
+	return func(p *Project) {
+		p.log = audit.New(audit.ViaAPI, append(p.log.Paths(), path)...)
+		spec.GuardControlFiles(&p.cfg.Sandbox, nil, []string{path})
+	}
 }
 
 // WithRunner runs commands with r instead of the OS backend (runner.New on
@@ -79,7 +82,7 @@ func LoadConfig(path string, opts ...ProjectOption) (*Project, error) {
 func NewProject(cfg *spec.Config, opts ...ProjectOption) *Project {
 	c := *cfg
 	c.Sandbox = *cfg.Sandbox.Clone()
-	spec.GuardTrustStore(&c.Sandbox)
+	spec.GuardControlFiles(&c.Sandbox, []string{cfg.Source}, []string{cfg.Audit})
 	p := &Project{cfg: &c, log: audit.New(audit.ViaAPI, cfg.Audit)}
 	for _, o := range opts {
 		o(p)
@@ -194,7 +197,14 @@ func (s *Sandbox) Worker(path string, opts ...DeriveOption) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.Derive(w, opts...)
+	child, err := s.Derive(w, opts...)
+	if err != nil {
+		return nil, err
+	}
+	// The worker file steers later derivations: the child must not rewrite it.
+	guarded := child.sb.Clone()
+	spec.GuardControlFiles(guarded, []string{path}, nil)
+	return s.p.newSandbox(guarded)
 }
 
 // Derive returns the sandbox of worker w started from s: s ∩ w's request

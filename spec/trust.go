@@ -135,3 +135,37 @@ func GuardTrustStore(sb *Sandbox) {
 	}
 	sb.Deny = append(sb.Deny, store)
 }
+
+// GuardControlFiles keeps the files that steer cordon out of the command's
+// reach:
+//   - the trust store and the audit logs are denied: a command must neither
+//     trust a config, nor read, forge or lock (flock) a log;
+//   - the config and worker files in use are protected (readable, never
+//     writable), so a command cannot widen its own next run.
+//
+// Paths may be empty or relative (they are made absolute); the lists are
+// not duplicated.
+func GuardControlFiles(sb *Sandbox, configs, logs []string) {
+	GuardTrustStore(sb)
+	add := func(list *[]string, p string) {
+		if p == "" || strings.HasPrefix(p, "profile:") {
+			return
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return
+		}
+		for _, q := range *list {
+			if within(abs, q) {
+				return
+			}
+		}
+		*list = append(*list, abs)
+	}
+	for _, p := range logs {
+		add(&sb.Deny, p)
+	}
+	for _, p := range configs {
+		add(&sb.Protect, p)
+	}
+}

@@ -33,6 +33,7 @@ func (f *agentFlags) prepare(sf *sandboxFlags, of *overrideFlags, via string) (*
 		f.recordRefusal(sf, via, nil, err)
 		return nil, nil, configError(os.Stderr, err)
 	}
+	spec.GuardControlFiles(sb, nil, []string{f.audit})
 	log := audit.New(via, cfg.Audit, f.audit)
 	if !cfg.AuditRequired {
 		log.BestEffort(func(err error) {

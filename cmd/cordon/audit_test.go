@@ -24,8 +24,10 @@ func TestAuditRecordsRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The effective sandbox also denies the trust store, as every run's does.
-	spec.GuardTrustStore(&cfg.Sandbox)
+	// The effective sandbox also keeps cordon's control files out of reach,
+	// as every run's does.
+	spec.GuardControlFiles(&cfg.Sandbox, []string{p.config}, []string{cfg.Audit})
+	spec.GuardControlFiles(&cfg.Sandbox, nil, []string{extra})
 	digest, err := spec.SandboxDigest(&cfg.Sandbox)
 	if err != nil {
 		t.Fatal(err)

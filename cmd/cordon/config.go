@@ -104,7 +104,7 @@ func resolve(sf *sandboxFlags, of *overrideFlags) (*spec.Config, *spec.Sandbox, 
 			return nil, nil, err
 		}
 	}
-	spec.GuardTrustStore(sb)
+	spec.GuardControlFiles(sb, append([]string{cfg.Source}, sf.workers...), []string{cfg.Audit})
 	if of != nil {
 		if len(sf.workers) > 0 && (of.network || len(of.mounts) > 0) {
 			return nil, nil, fmt.Errorf("%w: --network and --mount would widen the sandbox the worker chain derived; "+

@@ -2,9 +2,9 @@ package main
 
 import (
 	"bytes"
-	"github.com/cordon-run/cordon/internal/testenv"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/containerd/console"
+
+	"github.com/cordon-run/cordon/internal/testenv"
 )
 
 // TestRunInteractiveTTY drives `cordon run -- bash -i` through a real pty,
@@ -128,5 +130,36 @@ func TestRunForwardsSIGTERM(t *testing.T) {
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != 3 || !strings.Contains(out.String(), "got-term") {
 		t.Fatalf("exit %v, output %q: the command's TERM handler must run and set the status", err, out.String())
+	}
+}
+
+// TestRunCannotRewriteItsConfig is the security property "a command cannot
+// widen its own next run": the config named with --config, inside the
+// workspace, and the audit log are out of the command's reach, and both
+// files are unchanged afterwards.
+func TestRunCannotRewriteItsConfig(t *testing.T) {
+	testenv.RequireSandbox(t)
+	ws := t.TempDir()
+	cfg := filepath.Join(ws, "sb.yaml")
+	orig := "sandbox:\n  root: .\naudit: audit.jsonl\n"
+	if err := os.WriteFile(cfg, []byte(orig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := cordon(t, ws, "run", "--config", cfg, "--", "sh", "-c",
+		"printf 'sandbox:\\n  root: /\\n  network: true\\n' > sb.yaml; echo forged >> audit.jsonl; cat audit.jsonl")
+	if res.code == 0 {
+		t.Fatalf("the command rewrote its own config or log: %q", res.stderr)
+	}
+	if b, _ := os.ReadFile(cfg); string(b) != orig {
+		t.Fatalf("config changed: %q", b)
+	}
+	b, _ := os.ReadFile(filepath.Join(ws, "audit.jsonl"))
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "forged" {
+			t.Fatalf("audit log forged: %q", b)
+		}
+	}
+	if strings.Contains(res.stdout, `"event"`) {
+		t.Fatalf("the command read the audit log: %q", res.stdout)
 	}
 }
