@@ -5,6 +5,7 @@ package audit
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,7 +27,7 @@ func appendLocked(path string, buf []byte) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is a %s, not a regular file", path, fi.Mode().Type())
 	}
-	if err := flock(f, unix.LOCK_EX); err != nil {
+	if err := lockWithin(f, lockTimeout); err != nil {
 		return fmt.Errorf("lock: %w", err)
 	}
 	n, err := f.Write(buf)
@@ -37,6 +38,26 @@ func appendLocked(path string, buf []byte) error {
 		return fmt.Errorf("short write: %d of %d bytes", n, len(buf))
 	}
 	return nil
+}
+
+// lockTimeout bounds the wait for the log's lock: appends hold it for one
+// write, so a lock held longer is stuck (or held on purpose), and the run
+// fails closed rather than hang.
+const lockTimeout = 10 * time.Second
+
+// lockWithin takes an exclusive flock on f, giving up after d.
+func lockWithin(f *os.File, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		err := flock(f, unix.LOCK_EX|unix.LOCK_NB)
+		if err != unix.EWOULDBLOCK {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the log has been locked by another process for over %s", d)
+		}
+		time.Sleep(wait)
+	}
 }
 
 func flock(f *os.File, how int) error {
