@@ -309,10 +309,13 @@ func isUnder(p, base string) bool {
 	return p == base || (strings.HasPrefix(p, base) && p[len(base)] == '/')
 }
 
-// matchUnder returns the first of list that p is equal to or beneath.
+// matchUnder returns the first of list that p is equal to or beneath. It
+// matches deny and protect lists, so it folds case where the filesystem
+// does (macOS): there `.ENV` is `.env`, and a deny must hold for both.
 func matchUnder(p string, list []string) string {
+	fp := foldCase(p)
 	for _, l := range list {
-		if isUnder(p, l) {
+		if isUnder(fp, foldCase(l)) {
 			return l
 		}
 	}
