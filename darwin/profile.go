@@ -595,9 +595,12 @@ func (b *profileBuilder) networkSection() section {
 			},
 		}
 	}
-	s := section{comment: "Network on: every address, plus the services DNS and TLS need."}
+	s := section{comment: "Network on: IP to every address, plus the services DNS and TLS need. Not Unix sockets at filesystem paths (docker.sock, ssh-agent), which no file rule shows; mDNSResponder's socket is the one DNS needs."}
 	s.rules = append(s.rules,
-		rule{action: "allow", ops: []string{"network*"}},
+		rule{action: "allow", ops: []string{"network-outbound"}, filter: `(remote ip "*:*")`},
+		rule{action: "allow", ops: []string{"network-inbound"}, filter: `(local ip "*:*")`},
+		rule{action: "allow", ops: []string{"network-bind"}, filter: `(local ip "*:*")`},
+		rule{action: "allow", ops: []string{"network-outbound"}, filter: `(literal "/private/var/run/mDNSResponder")`},
 		rule{action: "allow", ops: []string{"system-socket"}},
 	)
 	for _, name := range networkMachServices {

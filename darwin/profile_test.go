@@ -221,7 +221,7 @@ func TestProfileNetwork(t *testing.T) {
 		open    bool
 		unixOff bool
 	}{
-		{"network-on", true, false},
+		{"network-on", true, true}, // IP only: no docker.sock or ssh-agent
 		{"network-off", false, true},
 		{"workspace", false, true},
 		{"degraded", false, true}, // an allow list degrades to off, never on

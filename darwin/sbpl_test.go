@@ -152,7 +152,7 @@ var allowedOps = map[string]bool{
 	"process-fork": true, "process-exec": true, "process-info*": true, "signal": true,
 	"sysctl-read": true, "mach-lookup": true, "ipc-posix-shm-read-data": true,
 	"file-read*": true, "file-write*": true, "file-read-metadata": true, "file-ioctl": true,
-	"system-socket": true, "network*": true, "file-link": true,
+	"system-socket": true, "network*": true, "network-outbound": true, "network-inbound": true, "network-bind": true, "file-link": true,
 }
 
 // sbRule is one parsed rule.
@@ -256,6 +256,11 @@ func checkRule(f *sexp, tag string) (sbRule, error) {
 			if err == nil && r.arg != "same-sandbox" {
 				err = fmt.Errorf("target %q", r.arg)
 			}
+		case "remote", "local":
+			if len(args) != 2 || args[0].kind != "symbol" || args[0].text != "ip" || args[1].kind != "string" || args[1].text != "*:*" {
+				err = fmt.Errorf("(%s) wants ip \"*:*\"", head)
+			}
+			r.arg = "ip *:*"
 		case "socket-domain":
 			r.arg, err = one("symbol")
 			if err == nil && r.arg != "AF_UNIX" {
@@ -308,6 +313,10 @@ func (r *sbRule) matchesPath(path string) bool {
 		return isUnder(path, r.arg)
 	case "regex":
 		return r.re.MatchString(path)
+	case "remote", "local":
+		// (remote ip "*:*") matches any IP endpoint (path "") and no
+		// socket path.
+		return path == ""
 	}
 	return false
 }
