@@ -32,6 +32,11 @@ func readFileMount(t *mounts.Table, root, path string, maxChars int) (text strin
 	if err := t.Check(p, false); err != nil {
 		return "", false, nil
 	}
+	// Sources are opened by path: refuse one the sandbox could have
+	// redirected through a planted symlink.
+	if err := t.CheckSources(); err != nil {
+		return "", true, err
+	}
 	for _, e := range t.Entries() {
 		if e.Target != p || e.Origin != mounts.OriginMount {
 			continue

@@ -107,6 +107,9 @@ func (t *Table) Write(path, content string) error {
 	if err := t.checkSuffix("write", path, r); err != nil {
 		return err
 	}
+	if fs := t.sb.Limits.FileSize; fs > 0 && int64(len(content)) > fs {
+		return &PathError{Op: "write", Path: path, Err: ErrTooLarge, Size: int64(len(content)), Limit: fs, where: "limits.file_size"}
+	}
 	if err := t.checkSize("write", path, r, int64(len(content))); err != nil {
 		return err
 	}
