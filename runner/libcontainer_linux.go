@@ -210,7 +210,7 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 	config, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
 		CgroupName:      id,
 		Spec:            ociSpec,
-		NoNewKeyring:    true,
+		NoNewKeyring:    false, // a fresh session keyring, not cordon's
 		RootlessEUID:    r.rootless,
 		RootlessCgroups: r.rootless,
 	})
