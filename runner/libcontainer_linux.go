@@ -154,6 +154,9 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 
 	ph.mark("preflight")
 	r.state.reapStale()
+	if !r.rootless {
+		r.state.sweepOrphanCgroups()
+	}
 	id := req.ID
 	if id == "" {
 		id = newRunID()
