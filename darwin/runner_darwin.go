@@ -55,6 +55,11 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 		return fail(&UnenforceableError{Features: refused})
 	}
 	if len(degraded) > 0 {
+		for _, d := range degraded {
+			if req.Stderr != nil {
+				fmt.Fprintf(req.Stderr, "cordon: WARNING: not enforced: %s\n", d)
+			}
+		}
 		logrus.WithField("unenforced", degraded).Debug("seatbelt: running with degraded enforcement")
 	}
 
@@ -76,6 +81,11 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 	}
 	table, err := mounts.New(runSb)
 	if err != nil {
+		return fail(err)
+	}
+	// Sources are used by path: refuse one the sandbox could have
+	// redirected through a planted symlink.
+	if err := table.CheckSources(); err != nil {
 		return fail(err)
 	}
 	cwd := workDir(req, tmp)

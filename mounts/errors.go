@@ -123,7 +123,11 @@ func (e *PathError) Error() string {
 	case ErrSuffix:
 		fmt.Fprintf(&b, "file suffix not allowed under %s; allowed suffixes: %s", e.where, allowed)
 	case ErrTooLarge:
-		fmt.Fprintf(&b, "%d bytes is over the limit of %d bytes (max_file_bytes of %s)", e.Size, e.Limit, e.where)
+		if e.where == "limits.file_size" {
+			fmt.Fprintf(&b, "%d bytes is over the limit of %d bytes (limits.file_size)", e.Size, e.Limit)
+		} else {
+			fmt.Fprintf(&b, "%d bytes is over the limit of %d bytes (max_file_bytes of %s)", e.Size, e.Limit, e.where)
+		}
 	case ErrChanged:
 		b.WriteString("the path changed between check and use (a symbolic link or directory was swapped in); nothing was ")
 		if e.Op == "write" {

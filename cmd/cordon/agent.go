@@ -52,7 +52,6 @@ func (f *agentFlags) prepare(sf *sandboxFlags, of *overrideFlags, via string) (*
 			return nil, nil, configError(os.Stderr, err)
 		}
 	}
-	warnWritableLog(sb, log)
 	return sb, log, exitOK
 }
 
@@ -94,20 +93,6 @@ func withAttachments(parent, child *spec.Sandbox, paths []string) (*spec.Sandbox
 		return nil, err
 	}
 	return attach.Apply(child, ms)
-}
-
-// warnWritableLog warns when the sandbox itself could rewrite an audit log.
-func warnWritableLog(sb *spec.Sandbox, log *audit.Log) {
-	t, err := mounts.New(sb)
-	if err != nil {
-		return
-	}
-	for _, p := range log.Paths() {
-		if t.CanWrite(p) {
-			fmt.Fprintf(os.Stderr, "cordon: warning: the audit log %s is writable inside the sandbox; "+
-				"keep it outside the writable paths, or add it to protect\n", p)
-		}
-	}
 }
 
 // startRun records the start of a run; when it cannot, it prints why and
