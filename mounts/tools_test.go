@@ -360,3 +360,35 @@ func TestMatchSegs(t *testing.T) {
 		}
 	}
 }
+
+// TestResourceCaps: a pattern with many ** (exponential matching), a huge
+// max_chars and a write over limits.file_size are refused or capped before
+// they cost the caller unbounded time or memory.
+func TestResourceCaps(t *testing.T) {
+	ws := t.TempDir()
+	mkTree(t, ws, "dir a", "file a/f")
+	tab, err := New(&spec.Sandbox{Root: ws, Limits: spec.Limits{FileSize: 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tab.List(ws, "**/*/**/*/**/*/zz")
+	if err == nil || !strings.Contains(err.Error(), "at most 2") {
+		t.Fatalf("three ** segments: want a refusal, got %v", err)
+	}
+	if _, err := tab.List(ws, "**/a/**/f"); err != nil {
+		t.Fatalf("two ** segments must work: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "a/f"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tab.Read(filepath.Join(ws, "a/f"), 1<<62)
+	if err != nil || got != "hello" {
+		t.Fatalf("a huge max_chars must be capped, not overflow: %q %v", got, err)
+	}
+	err = tab.Write(filepath.Join(ws, "a/big"), "123456789")
+	wantErr(t, err, ErrTooLarge)
+	assertMissing(t, filepath.Join(ws, "a/big"))
+	if !strings.Contains(err.Error(), "limits.file_size") {
+		t.Fatalf("message %q", err)
+	}
+}
