@@ -840,3 +840,19 @@ func TestIntegrationSwappedSourceRefused(t *testing.T) {
 	}
 	mustNotExist(t, filepath.Join(outside, "planted-by-child"))
 }
+
+// TestIntegrationLoaderEnvSkipsInit: LD_PRELOAD reaches the command but is
+// never applied to cordon's PID 1, which must not load foreign code before
+// its seccomp filter. The loader reports a preload it cannot find once per
+// process that tries: exactly once means only the command tried.
+func TestIntegrationLoaderEnvSkipsInit(t *testing.T) {
+	sb := newSandbox(t)
+	sb.Env.Set = map[string]string{"LD_PRELOAD": "/nonexistent-cordon-preload.so"}
+	out := run(t, sb, "", "/bin/true")
+	if out.res.ExitCode != 0 {
+		t.Fatalf("run: %+v", out.res)
+	}
+	if n := strings.Count(out.stderr, "nonexistent-cordon-preload.so"); n != 1 {
+		t.Fatalf("the loader tried the preload in %d processes, want 1 (the command only): %q", n, out.stderr)
+	}
+}
