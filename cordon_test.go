@@ -1,10 +1,8 @@
 package cordon_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"github.com/cordon-run/cordon/internal/testenv"
 	"os"
@@ -57,28 +55,6 @@ func newProjectDir(t *testing.T) string {
 	return dir
 }
 
-func readAudit(t *testing.T, path string) []audit.Record {
-	t.Helper()
-	fh, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	var out []audit.Record
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		var r audit.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("audit line %q: %v", sc.Text(), err)
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
 // TestLoadProjectDiscovery checks that the config is found upwards and
 // that without one the workspace profile is rooted at the directory.
 func TestLoadProjectDiscovery(t *testing.T) {
@@ -121,7 +97,7 @@ func TestDeriveRefusalIsRecorded(t *testing.T) {
 		t.Fatalf("attaching a denied file = %v, want attach.ErrOutside and mounts.ErrDenied", err)
 	}
 	var got []string
-	for _, r := range readAudit(t, filepath.Join(dir, "audit.jsonl")) {
+	for _, r := range testenv.ReadAudit(t, filepath.Join(dir, "audit.jsonl")) {
 		got = append(got, r.Via+" "+r.Source+" "+r.Rule)
 	}
 	if want := "api derive network,api attach deny"; strings.Join(got, ",") != want {
@@ -156,7 +132,7 @@ func TestFilesRefusalIsRecorded(t *testing.T) {
 	if files.CanRead(filepath.Join(dir, "docs", "brief.md")) || !files.CanWrite(filepath.Join(dir, "src", "x.go")) {
 		t.Errorf("CanRead outside = true or CanWrite inside = false")
 	}
-	recs := readAudit(t, filepath.Join(dir, "audit.jsonl"))
+	recs := testenv.ReadAudit(t, filepath.Join(dir, "audit.jsonl"))
 	if len(recs) != 2 || recs[0].Source != audit.SourceQuery || recs[0].Op != "write" || recs[0].Rule != "outside" ||
 		strings.Join(recs[0].Lineage, ">") != "src" {
 		t.Errorf("audit = %+v, want the write and the CanRead refusals as query denials of worker src", recs)
@@ -215,7 +191,7 @@ func TestRunAttachmentStreams(t *testing.T) {
 		t.Errorf("the attachment changed: %q", data)
 	}
 	var events []string
-	for _, r := range readAudit(t, filepath.Join(dir, "audit.jsonl")) {
+	for _, r := range testenv.ReadAudit(t, filepath.Join(dir, "audit.jsonl")) {
 		events = append(events, r.Event+"/"+r.Source)
 	}
 	if got := strings.Join(events, ","); got != "start/,run/,denial/runner" {

@@ -1,9 +1,7 @@
 package mcpserver_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"github.com/cordon-run/cordon/internal/testenv"
 	"os"
@@ -136,7 +134,7 @@ func TestFileToolsHostileTranscript(t *testing.T) {
 	}
 
 	// One query denial per refused call, with its rule.
-	recs := readAudit(t, f.audit)
+	recs := testenv.ReadAudit(t, f.audit)
 	var rules []string
 	for _, rec := range recs {
 		if rec.Event != audit.EventDenial || rec.Source != audit.SourceQuery || rec.Via != audit.ViaMCP {
@@ -200,29 +198,6 @@ func TestListWithoutWorkspace(t *testing.T) {
 	if !isErr || !strings.Contains(text, "give a path") || !strings.Contains(text, "no workspace") || !strings.Contains(text, "/usr (ro)") {
 		t.Fatalf("list_files without a workspace = %q (error %v)", text, isErr)
 	}
-}
-
-func readAudit(t *testing.T, path string) []audit.Record {
-	t.Helper()
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("audit log: %v", err)
-	}
-	defer fh.Close()
-	var out []audit.Record
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r audit.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("audit line %q does not parse: %v", sc.Text(), err)
-		}
-		out = append(out, r)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // TestAttachmentReadOnly serves a pure-function child with one attachment:

@@ -157,7 +157,7 @@ func TestStdioHostileTranscript(t *testing.T) {
 	// call, a start and a run per shell run, and a runner denial for each
 	// command the sandbox refused.
 	_ = cs.Close()
-	recs := readAudit(t, f.audit)
+	recs := testenv.ReadAudit(t, f.audit)
 	if len(recs) == 0 || recs[0].Event != audit.EventServe || recs[0].Sandbox == "" {
 		t.Fatalf("first audit record = %+v, want a serve record with the sandbox digest", recs)
 	}

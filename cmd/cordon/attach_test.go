@@ -67,7 +67,7 @@ func TestAttachRefused(t *testing.T) {
 		})
 	}
 	got := map[string]bool{}
-	for _, rec := range readAudit(t, p.audit) {
+	for _, rec := range testenv.ReadAudit(t, p.audit) {
 		if rec.Event == audit.EventDenial && rec.Source == audit.SourceAttach {
 			got[rec.Rule] = true
 		}

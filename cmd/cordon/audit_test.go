@@ -44,7 +44,7 @@ func TestAuditRecordsRuns(t *testing.T) {
 	}
 
 	for _, path := range []string{p.audit, extra} {
-		recs := readAudit(t, path)
+		recs := testenv.ReadAudit(t, path)
 		var got []string
 		for _, r := range recs {
 			got = append(got, r.Event+"/"+r.Source)
@@ -145,7 +145,7 @@ func TestAuditConcurrentProcesses(t *testing.T) {
 		}
 	}
 	counts := map[string]int{}
-	for _, r := range readAudit(t, p.audit) {
+	for _, r := range testenv.ReadAudit(t, p.audit) {
 		counts[r.Event+"/"+r.Source]++
 	}
 	want := map[string]int{"denial/derive": refused}

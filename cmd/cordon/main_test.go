@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +9,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cordon-run/cordon/audit"
 )
 
 // cordonBin is the cordon binary the CLI tests run: a real build of this
@@ -121,32 +118,4 @@ audit: audit.jsonl
 		writeFile(t, p.worker(name), body)
 	}
 	return p
-}
-
-// readAudit parses every line of an audit log; a line that does not parse
-// fails the test.
-func readAudit(t *testing.T, path string) []audit.Record {
-	t.Helper()
-	fh, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	var out []audit.Record
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r audit.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("audit line %q does not parse: %v", sc.Text(), err)
-		}
-		out = append(out, r)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

@@ -60,7 +60,7 @@ func TestWorkerWideningRefused(t *testing.T) {
 		})
 	}
 
-	recs := readAudit(t, p.audit)
+	recs := testenv.ReadAudit(t, p.audit)
 	got := map[string]int{}
 	for _, rec := range recs {
 		if rec.Event != audit.EventDenial || rec.Source != audit.SourceDerive || rec.Worker == "" || rec.Detail == "" {
