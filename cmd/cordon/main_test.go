@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-
 )
 
 // cordonBin is the cordon binary the CLI tests run: a real build of this
