@@ -1,3 +1,9 @@
+//go:build seccomp || darwin
+
+// The example runs commands: on Linux only a binary built with seccomp
+// support can (without it every run fails closed), so a plain `go test`
+// leaves it out.
+
 package cordon_test
 
 import (

@@ -13,9 +13,9 @@ var (
 	// without /usr/bin/sandbox-exec.
 	ErrUnsupported = errors.New("the Seatbelt backend needs macOS and /usr/bin/sandbox-exec")
 	// ErrUnenforceable means the sandbox asks for something Seatbelt cannot
-	// enforce and the sandbox does not allow degradation. Errors that match it
-	// also match runner.ErrUnenforceable.
-	ErrUnenforceable = errors.New("macOS Seatbelt cannot enforce this sandbox")
+	// enforce and the sandbox does not allow degradation. It is the one
+	// sentinel runner and spec share.
+	ErrUnenforceable = runner.ErrUnenforceable
 	// ErrUnsafeString means a path or tag cannot be written into a Seatbelt
 	// profile without the risk of changing its meaning: it holds a control
 	// character (a newline, say), is not absolute, or is longer than a
@@ -35,11 +35,8 @@ type UnenforceableError struct {
 
 // Error renders every refused feature and the way out.
 func (e *UnenforceableError) Error() string {
-	return ErrUnenforceable.Error() + ": " + strings.Join(e.Features, "; ")
+	return "macOS Seatbelt cannot enforce this sandbox: " + strings.Join(e.Features, "; ")
 }
 
-// Is matches ErrUnenforceable and runner.ErrUnenforceable, so callers that
-// only know the runner's sentinel still recognize the refusal.
-func (e *UnenforceableError) Is(target error) bool {
-	return target == ErrUnenforceable || target == runner.ErrUnenforceable
-}
+// Is matches ErrUnenforceable (which is runner's and spec's sentinel).
+func (e *UnenforceableError) Is(target error) bool { return target == ErrUnenforceable }

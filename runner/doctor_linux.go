@@ -53,7 +53,7 @@ func Doctor() []Capability {
 	}
 	ok, detail := seccompSupport()
 	caps = append(caps, Capability{"seccomp", ok && seccompKernel(), detail})
-	rro := kernelAtLeast(5, 12)
+	rro := kernelFacts().recursiveRO
 	caps = append(caps, Capability{"recursive read-only mounts", rro, map[bool]string{
 		true:  "mount_setattr(MOUNT_ATTR_RDONLY, AT_RECURSIVE) available (kernel >= 5.12): read-only mounts cover their submounts",
 		false: "kernel older than 5.12: read-only mounts with submounts are refused",
@@ -85,21 +85,6 @@ func delegation() string {
 func seccompKernel() bool {
 	data, err := os.ReadFile("/proc/self/status")
 	return err == nil && strings.Contains(string(data), "Seccomp:")
-}
-
-func kernelAtLeast(major, minor int) bool {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		return false
-	}
-	rel := unix.ByteSliceToString(u.Release[:])
-	parts := strings.SplitN(rel, ".", 3)
-	if len(parts) < 2 {
-		return false
-	}
-	ma, _ := strconv.Atoi(parts[0])
-	mi, _ := strconv.Atoi(strings.TrimFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
-	return ma > major || (ma == major && mi >= minor)
 }
 
 func fsSupported(name string) bool {

@@ -1,6 +1,10 @@
 package runner
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/cordon-run/cordon/spec"
+)
 
 var (
 	// ErrUnsupported is returned by New where this package has no backend
@@ -9,8 +13,9 @@ var (
 	// ErrSetup marks a failure to set the sandbox up (exit 125).
 	ErrSetup = errors.New("sandbox set-up failed")
 	// ErrUnenforceable marks a boundary this host cannot enforce, refused
-	// because the sandbox requires OS enforcement.
-	ErrUnenforceable = errors.New("boundary cannot be enforced on this host")
+	// because the sandbox requires OS enforcement. It is spec's sentinel, so
+	// errors.Is matches the translation's refusals and every backend's.
+	ErrUnenforceable = spec.ErrUnenforceable
 	// ErrBadRequest marks an invalid Request (no command, no sandbox).
 	ErrBadRequest = errors.New("invalid run request")
 )

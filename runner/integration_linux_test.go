@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/cordon-run/cordon/internal/testenv"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-run/cordon/internal/testenv"
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
@@ -36,22 +36,9 @@ func TestMain(m *testing.M) {
 
 func isRoot() bool { return os.Geteuid() == 0 }
 
-// requireSandbox fails or skips when this host cannot build a sandbox at all.
-func requireSandbox(t *testing.T) {
-	t.Helper()
-	for _, c := range runner.Doctor() {
-		if c.Name == "user namespaces" && !c.OK && !isRoot() {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("user namespaces are unavailable and CI=true forbids skipping: %s", c.Detail)
-			}
-			t.Skipf("user namespaces unavailable: %s", c.Detail)
-		}
-	}
-}
-
 func newSandbox(t *testing.T) *spec.Sandbox {
 	t.Helper()
-	requireSandbox(t)
+	testenv.RequireSandbox(t)
 	root := t.TempDir()
 	return &spec.Sandbox{
 		Root:             root,

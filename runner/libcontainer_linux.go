@@ -193,6 +193,7 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 	if cwd == "" {
 		cwd = eff.Root
 	}
+	host := ProbeHost()
 	proc := spec.Process{Args: req.Args, Cwd: cwd, UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Terminal: req.TTY}
 	ro := spec.RunOptions{
 		Rootfs:   r.state.rootfs(id),
@@ -200,6 +201,7 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res *Result) {
 		HostUID:  uint32(os.Getuid()),
 		HostGID:  uint32(os.Getgid()),
 		Hostname: "cordon",
+		Host:     &host,
 	}
 	if !r.rootless {
 		ro.CgroupsPath = "/cordon/" + id
@@ -587,22 +589,6 @@ var rlimitTypes = map[string]int{
 	"RLIMIT_AS": unix.RLIMIT_AS, "RLIMIT_LOCKS": unix.RLIMIT_LOCKS, "RLIMIT_SIGPENDING": unix.RLIMIT_SIGPENDING,
 	"RLIMIT_MSGQUEUE": unix.RLIMIT_MSGQUEUE, "RLIMIT_NICE": unix.RLIMIT_NICE, "RLIMIT_RTPRIO": unix.RLIMIT_RTPRIO,
 	"RLIMIT_RTTIME": unix.RLIMIT_RTTIME,
-}
-
-// userNamespacesAvailable reports whether an unprivileged user can create a
-// user namespace here.
-func userNamespacesAvailable() bool {
-	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil {
-		if n, _ := strconv.Atoi(strings.TrimSpace(string(b))); n == 0 {
-			return false
-		}
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil {
-		if strings.TrimSpace(string(b)) == "0" {
-			return false
-		}
-	}
-	return true
 }
 
 func stderrOf(req Request) io.Writer {

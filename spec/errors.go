@@ -97,3 +97,10 @@ func (e *WideningError) Error() string {
 
 // Is reports whether target is ErrWidening.
 func (e *WideningError) Is(target error) bool { return target == ErrWidening }
+
+// ErrUnenforceable reports a part of the sandbox that cannot be enforced:
+// by the OCI translation (a read-only mount with submounts on a kernel
+// without recursive read-only binds, a guard on a symlink) or by a backend
+// (runner and darwin return this same sentinel), so one errors.Is matches
+// every such refusal.
+var ErrUnenforceable = errors.New("cannot be enforced by the OS sandbox")

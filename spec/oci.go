@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,21 +11,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
-
-// ErrUnenforceable reports a part of the sandbox that the OCI translation
-// cannot enforce, such as a network allow list (a network namespace is all
-// or nothing) or a read-only mount with submounts on a kernel without
-// recursive read-only binds.
-//
-// It lives here until it moves to errors.go with the package's other
-// sentinels.
-var ErrUnenforceable = errors.New("cannot be enforced by the OS sandbox")
 
 // Annotation keys ToOCI sets. They share the reverse-domain prefix
 // AnnotationPrefix.
@@ -106,10 +95,41 @@ type RunOptions struct {
 	CgroupsPath string
 	// Hostname is the sandbox's hostname; "" means DefaultHostname.
 	Hostname string
+	// Host is what the runner probed of the kernel that will run the
+	// sandbox; nil means ModernHost.
+	Host *Host
 }
 
-// hostInfo is what ToOCI learns from the host. Tests replace it so golden
-// files do not depend on the machine.
+// Host is what the translation needs to know of the kernel that will run
+// the sandbox. The runner probes it (in its _linux.go files) and passes it
+// in, so this package reads no /proc file and means the same on every OS.
+type Host struct {
+	// RecursiveReadonly says the kernel has mount_setattr(2) (Linux 5.12),
+	// which runc's "rro" mount option needs.
+	RecursiveReadonly bool
+	// CgroupNamespace says the kernel has cgroup namespaces.
+	CgroupNamespace bool
+	// Submounts reports whether anything is mounted strictly below a host
+	// directory. It is asked only without RecursiveReadonly, where a
+	// read-only mount with submounts is refused; nil refuses every
+	// read-only mount then, as nothing can be known.
+	Submounts func(dir string) (bool, error)
+	// Arch is the GOARCH whose seccomp profile the spec carries; "" means
+	// this build's.
+	Arch string
+}
+
+// ModernHost is the host assumed when RunOptions.Host is nil: a kernel with
+// recursive read-only binds and cgroup namespaces, of this build's
+// architecture. A spec printed for review (or on another OS) uses it; a
+// runner passes the facts it probed.
+func ModernHost() Host {
+	return Host{RecursiveReadonly: true, CgroupNamespace: true, Arch: runtime.GOARCH}
+}
+
+// hostInfo is what ToOCI learns from the host: the runner's Host plus the
+// host paths the translation looks at. Tests replace it so golden files do
+// not depend on the machine.
 type hostInfo struct {
 	// systemDirs and secrets are SystemDirs and SystemSecrets.
 	systemDirs func(*Sandbox) []string
@@ -127,14 +147,27 @@ type hostInfo struct {
 	lstat func(string) (fs.FileInfo, error)
 }
 
-func currentHost() hostInfo {
+func currentHost(host *Host) hostInfo {
+	h := ModernHost()
+	if host != nil {
+		h = *host
+	}
+	if h.Arch == "" {
+		h.Arch = runtime.GOARCH
+	}
+	submounts := h.Submounts
+	if submounts == nil {
+		submounts = func(string) (bool, error) {
+			return false, errors.New("the runner did not say which mounts this host has")
+		}
+	}
 	return hostInfo{
 		systemDirs:   SystemDirs,
 		secrets:      SystemSecrets,
-		recursiveRO:  kernelHasMountSetattr(),
-		hasSubmounts: hasSubmounts,
-		cgroupNS:     cgroupNSSupported(),
-		goarch:       runtime.GOARCH,
+		recursiveRO:  h.RecursiveReadonly,
+		hasSubmounts: submounts,
+		cgroupNS:     h.CgroupNamespace,
+		goarch:       h.Arch,
 		lstat:        os.Lstat,
 	}
 }
@@ -153,7 +186,7 @@ func currentHost() hostInfo {
 // spec keeps the network namespace (no network at all: narrower, never
 // wider) and lists "network.allow" in AnnotationUnenforced.
 func ToOCI(sb *Sandbox, proc Process, ro RunOptions, opts ...Opt) (*specs.Spec, error) {
-	return toOCI(sb, proc, ro, currentHost(), opts...)
+	return toOCI(sb, proc, ro, currentHost(ro.Host), opts...)
 }
 
 func toOCI(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) (*specs.Spec, error) {
@@ -534,98 +567,4 @@ func containingZone(zones []zone, p string) (zone, bool) {
 		}
 	}
 	return best, found
-}
-
-// kernelHasMountSetattr reports whether the running kernel is 5.12 or newer.
-// Off Linux the spec is printed for some other machine, whose runner builds
-// its own, so recursive read-only binds are assumed.
-func kernelHasMountSetattr() bool {
-	if runtime.GOOS != "linux" {
-		return true
-	}
-	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
-	if err != nil {
-		return false
-	}
-	return kernelAtLeast(strings.TrimSpace(string(b)), 5, 12)
-}
-
-// kernelAtLeast parses "MAJOR.MINOR[.…]" and compares it with major.minor.
-func kernelAtLeast(release string, major, minor int) bool {
-	parts := strings.SplitN(release, ".", 3)
-	if len(parts) < 2 {
-		return false
-	}
-	ma, err1 := strconv.Atoi(leadingDigits(parts[0]))
-	mi, err2 := strconv.Atoi(leadingDigits(parts[1]))
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return ma > major || (ma == major && mi >= minor)
-}
-
-func leadingDigits(s string) string {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	return s[:i]
-}
-
-func cgroupNSSupported() bool {
-	if runtime.GOOS != "linux" {
-		return true
-	}
-	_, err := os.Stat("/proc/self/ns/cgroup")
-	return err == nil
-}
-
-// hasSubmounts reports whether anything is mounted strictly below source,
-// after resolving its symlinks, according to /proc/self/mountinfo.
-func hasSubmounts(source string) (bool, error) {
-	resolved, err := filepath.EvalSymlinks(source)
-	if err != nil {
-		return false, err
-	}
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	return submountsIn(bufio.NewScanner(f), resolved)
-}
-
-func submountsIn(sc *bufio.Scanner, dir string) (bool, error) {
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMountinfo(fields[4])
-		if mp != dir && within(mp, dir) {
-			return true, nil
-		}
-	}
-	return false, sc.Err()
-}
-
-// unescapeMountinfo decodes the \ooo octal escapes mountinfo uses for
-// space, tab, newline and backslash.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -982,6 +981,40 @@ func TestOCIOldKernelSubmounts(t *testing.T) {
 	}
 }
 
+// TestOCIHostFromRunOptions: the facts the runner passes in decide the
+// translation. No Host means a modern kernel ("rro", cgroup namespace); an
+// old kernel whose mount table is unknown refuses read-only mounts rather
+// than guess; a Submounts probe is asked only there.
+func TestOCIHostFromRunOptions(t *testing.T) {
+	s, err := ToOCI(ociWorkspace(), ociProc(), ociRun())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := ociMountAt(s, "/usr"); len(SystemDirs(ociWorkspace())) > 0 && !slices.Contains(m.Options, "rro") {
+		t.Errorf("no Host: /usr options %v, want rro", m.Options)
+	}
+	if !slices.Contains(ociNamespaces(s), specs.CgroupNamespace) {
+		t.Error("no Host: no cgroup namespace")
+	}
+	ro := ociRun()
+	ro.Host = &Host{}
+	if _, err := ToOCI(ociWorkspace(), ociProc(), ro); err == nil {
+		t.Error("an old kernel with an unknown mount table made read-only mounts anyway")
+	}
+	asked := 0
+	ro.Host = &Host{Submounts: func(string) (bool, error) { asked++; return false, nil }}
+	s, err = ToOCI(ociWorkspace(), ociProc(), ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(ociNamespaces(s), specs.CgroupNamespace) {
+		t.Error("a kernel without cgroup namespaces got one")
+	}
+	if len(SystemDirs(ociWorkspace())) > 0 && asked == 0 {
+		t.Error("the Submounts probe was never asked on an old kernel")
+	}
+}
+
 func TestOCIProcess(t *testing.T) {
 	t.Setenv("CORDON_OCI_TEST_PASS", "passed")
 	tests := []struct {
@@ -1338,79 +1371,6 @@ func ociTree(t *testing.T, roots ...string) []string {
 		}
 	}
 	return out
-}
-
-func TestOCIKernelVersion(t *testing.T) {
-	tests := []struct {
-		release string
-		want    bool
-	}{
-		{"6.18.44-fc-v769", true},
-		{"5.12.0", true},
-		{"5.12-rc1", true},
-		{"5.11.22", false},
-		{"4.19.0-26-amd64", false},
-		{"10.0", true},
-		{"garbage", false},
-		{"", false},
-	}
-	for _, tt := range tests {
-		if got := kernelAtLeast(tt.release, 5, 12); got != tt.want {
-			t.Errorf("kernelAtLeast(%q) = %v, want %v", tt.release, got, tt.want)
-		}
-	}
-}
-
-func TestOCISubmounts(t *testing.T) {
-	const mountinfo = `22 1 0:21 / / rw - ext4 /dev/root rw
-23 22 0:5 / /usr rw - ext4 /dev/a rw
-24 23 0:6 / /usr/local/share\040data rw - ext4 /dev/b rw
-25 22 0:7 / /usrx rw - ext4 /dev/c rw
-26 22 0:8 / /home/u/a\134b rw - tmpfs t rw
-`
-	tests := []struct {
-		dir  string
-		want bool
-	}{
-		{"/usr", true},
-		{"/usr/local", true},
-		{"/usr/local/share data", false},
-		{"/usrx", false},
-		{"/home/u", true},
-		{"/etc", false},
-	}
-	for _, tt := range tests {
-		got, err := submountsIn(bufio.NewScanner(strings.NewReader(mountinfo)), tt.dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != tt.want {
-			t.Errorf("submountsIn(%q) = %v, want %v", tt.dir, got, tt.want)
-		}
-	}
-	if got := unescapeMountinfo(`/a\040b\011c\134d\`); got != "/a b\tc\\d\\" {
-		t.Errorf("unescape = %q", got)
-	}
-}
-
-// TestOCIToOCIOnThisHost runs the real host probes once: whatever the host,
-// the system binds are read-only and the spec carries the seccomp profile.
-func TestOCIToOCIOnThisHost(t *testing.T) {
-	s, err := ToOCI(ociWorkspace(), ociProc(), ociRun())
-	if err != nil {
-		if errors.Is(err, ErrUnenforceable) {
-			t.Skipf("this host cannot enforce the workspace sandbox: %v", err)
-		}
-		t.Fatal(err)
-	}
-	for _, m := range s.Mounts {
-		if m.Type == "bind" && slices.Contains(HostSystemDirs, m.Destination) && !slices.Contains(m.Options, "ro") {
-			t.Errorf("system dir %s is writable", m.Destination)
-		}
-	}
-	if s.Linux.Seccomp == nil {
-		t.Error("no seccomp profile")
-	}
 }
 
 func ExampleToOCI() {

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/cordon-run/cordon/darwin"
+	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -50,12 +51,14 @@ func specMain(args []string) int {
 		cwd = "/"
 	}
 	rootless := os.Geteuid() != 0
+	host := runner.ProbeHost()
 	ro := spec.RunOptions{
 		Rootfs:   "/run/cordon/runs/ID/rootfs",
 		Rootless: rootless,
 		HostUID:  uint32(os.Getuid()),
 		HostGID:  uint32(os.Getgid()),
 		Hostname: "cordon",
+		Host:     &host,
 	}
 	if !rootless {
 		ro.CgroupsPath = "/cordon/ID"

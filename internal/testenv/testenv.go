@@ -6,39 +6,52 @@ package testenv
 import (
 	"os"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/cordon-run/cordon/runner"
 )
 
 // CanSandbox reports whether this host can start sandboxes: Linux, as root
-// or with unprivileged user namespaces.
-func CanSandbox() bool {
+// or with unprivileged user namespaces, in a binary built with seccomp
+// support (without it every run fails closed).
+func CanSandbox() bool { return sandboxProblem() == "" }
+
+// sandboxProblem says why sandboxes cannot start here, or "" when they can.
+var sandboxProblem = sync.OnceValue(func() string {
 	if runtime.GOOS != "linux" {
-		return false
+		return "needs Linux to start sandboxes"
 	}
-	if os.Geteuid() == 0 {
-		return true
-	}
+	userns, seccomp := os.Geteuid() == 0, false
 	for _, c := range runner.Doctor() {
-		if c.Name == "user namespaces" && c.OK {
-			return true
+		switch c.Name {
+		case "user namespaces":
+			userns = userns || c.OK
+		case "seccomp":
+			seccomp = c.OK
 		}
 	}
-	return false
-}
+	switch {
+	case !userns:
+		return "needs root or unprivileged user namespaces to start sandboxes"
+	case !seccomp:
+		return "needs a test binary built with seccomp support (go test -tags seccomp, as make unit does): without it every sandbox fails closed"
+	}
+	return ""
+})
 
 // RequireSandbox skips t where this host cannot start sandboxes, and fails
 // it instead under CI=true.
 func RequireSandbox(t testing.TB) {
 	t.Helper()
-	if CanSandbox() {
+	why := sandboxProblem()
+	if why == "" {
 		return
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatal("needs Linux with root or user namespaces to start sandboxes, and CI=true forbids skipping")
+		t.Fatal(why + ", and CI=true forbids skipping")
 	}
-	t.Skip("needs Linux with root or user namespaces to start sandboxes")
+	t.Skip(why)
 }
 
 // RequireRoot skips t when not root. Under CI=true it fails instead,
