@@ -27,9 +27,6 @@ const DefaultPath = "/usr/bin:/bin:/usr/sbin:/sbin"
 // BackendName names this backend in a Result.
 const BackendName = "seatbelt"
 
-// stderrTailBytes is how much of stderr is kept to classify a failure.
-const stderrTailBytes = 64 << 10
-
 // fsizeScript sets RLIMIT_FSIZE, soft then hard, and runs the rest of its
 // arguments. It runs outside the sandbox, before sandbox-exec, because a
 // process cannot be given a lower limit between fork and exec from Go.
@@ -156,71 +153,59 @@ func newResult(sb *spec.Sandbox, degraded []string, d time.Duration) runner.Resu
 	return res
 }
 
-// setupFailure is the Result of a run that could not be set up.
-func setupFailure(res runner.Result, err error) runner.Result {
-	res.ExitCode = runner.ExitSetupError
-	res.FailureType = runner.FailureSetupError
-	res.FailureDetail = "cordon could not set up the macOS sandbox: " + err.Error()
-	return res
-}
-
-// classify turns an outcome into a Result. policy is the run's mount table;
-// sb is the sandbox as requested (its summary goes in the result) and
-// degraded what was not enforced.
+// classify turns an outcome into a Result with the classifier every
+// backend shares, asking Seatbelt's own explanations around the policy's:
+// sandbox-exec's report that it could not run the command, the denials the
+// command's stderr names, the policy's reading of that stderr, and last the
+// unified log's denials. policy is the run's mount table; sb is the sandbox
+// as requested (its summary goes in the result) and degraded what was not
+// enforced.
 func classify(sb *spec.Sandbox, degraded []string, policy runner.Policy, timeout time.Duration, o outcome) runner.Result {
-	res := newResult(sb, degraded, o.Duration)
-	res.ExitCode, res.Signal = o.ExitCode, o.Signal
-	switch {
-	case o.StartErr != nil:
-		return setupFailure(res, o.StartErr)
-	case o.TimedOut:
-		res.ExitCode = runner.ExitTimeout
-		res.FailureType = runner.FailureTimeout
-		res.FailureDetail = fmt.Sprintf("the command ran longer than the timeout of %s; it and all its processes were killed", timeout)
-		return res
-	case o.Canceled:
-		res.FailureType = runner.FailureProcessError
-		res.FailureDetail = "the run was canceled; the command and all its processes were killed"
-		return res
-	case o.ExitCode == 0:
-		res.FailureType = runner.FailureNone
-		return res
+	ro := runner.Outcome{
+		SetupErr: o.StartErr,
+		ExitCode: o.ExitCode,
+		Signal:   o.Signal,
+		TimedOut: o.TimedOut,
+		Canceled: o.Canceled,
+		Timeout:  timeout,
+		Stderr:   o.Stderr,
+		Cwd:      o.Cwd,
 	}
-	first := strings.TrimSpace(strings.SplitN(strings.TrimLeft(o.Stderr, "\n"), "\n", 2)[0])
-	if strings.HasPrefix(first, "sandbox-exec:") {
-		return sandboxExecResult(res, policy, o.Cwd, first)
-	}
-	if d, ok := explainDenials(policy, sb, o.Cwd, ParseDenials(o.Stderr)); ok {
-		return denied(res, d)
-	}
-	if d, ok := runner.ClassifyDenial(policy, sb, o.Cwd, o.Stderr); ok {
-		return denied(res, d)
-	}
-	if eperm().MatchString(o.Stderr) {
-		if d, ok := explainDenials(policy, sb, o.Cwd, o.LogDenials); ok {
-			return denied(res, d)
-		}
-	}
-	res.FailureType = runner.FailureProcessError
-	res.FailureDetail = fmt.Sprintf("the command exited with status %d", o.ExitCode)
-	if o.Signal != "" {
-		res.FailureDetail = "the command was killed by " + o.Signal
-	}
-	return res
+	return runner.Classify(newResult(sb, degraded, o.Duration), ro,
+		func(ro runner.Outcome, res *runner.Result) bool {
+			first := strings.TrimSpace(strings.SplitN(strings.TrimLeft(ro.Stderr, "\n"), "\n", 2)[0])
+			if !strings.HasPrefix(first, "sandbox-exec:") {
+				return false
+			}
+			*res = sandboxExecResult(*res, policy, ro.Cwd, first)
+			return true
+		},
+		explainer(policy, sb, ParseDenials(o.Stderr), true),
+		runner.PolicyDenials(policy, sb),
+		explainer(policy, sb, o.LogDenials, eperm().MatchString(o.Stderr)),
+	)
 }
 
-func denied(res runner.Result, d runner.Denial) runner.Result {
-	res.FailureType = runner.FailureSandboxDenied
-	res.BlockedPath = d.Path
-	res.FailureDetail = d.Detail
-	return res
+// explainer explains a failure by the first of ds that the policy
+// explains, when use is true.
+func explainer(policy runner.Policy, sb *spec.Sandbox, ds []Denial, use bool) runner.Explainer {
+	return func(o runner.Outcome, res *runner.Result) bool {
+		if !use {
+			return false
+		}
+		d, ok := explainDenials(policy, sb, o.Cwd, ds)
+		if ok {
+			*res = runner.Denied(*res, d)
+		}
+		return ok
+	}
 }
 
 // sandboxExecResult classifies a failure that sandbox-exec itself reported.
 func sandboxExecResult(res runner.Result, policy runner.Policy, cwd, line string) runner.Result {
 	m := sandboxExecFailure().FindStringSubmatch(line)
 	if m == nil {
-		return setupFailure(res, fmt.Errorf("sandbox-exec refused the profile or the run: %s", strings.TrimPrefix(line, "sandbox-exec: ")))
+		return runner.SetupFailure(res, fmt.Errorf("sandbox-exec refused the profile or the run: %s", strings.TrimPrefix(line, "sandbox-exec: ")))
 	}
 	cmd, reason := m[1], strings.ToLower(m[2])
 	res.FailureType = runner.FailureProcessError
@@ -231,7 +216,7 @@ func sandboxExecResult(res runner.Result, policy runner.Policy, cwd, line string
 	case strings.Contains(reason, "operation not permitted") && strings.Contains(cmd, "/"):
 		res.ExitCode = runner.ExitNotRunnable
 		if d, ok := explainDenials(policy, nil, cwd, []Denial{{Path: cmd}}); ok {
-			return denied(res, d)
+			return runner.Denied(res, d)
 		}
 		res.FailureDetail = fmt.Sprintf("cannot run %s: %s", cmd, m[2])
 	default:

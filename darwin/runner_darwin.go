@@ -49,7 +49,7 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 	sb := req.Sandbox
 	refused, degraded := Unsupported(sb)
 	fail := func(err error) (runner.Result, error) {
-		return setupFailure(newResult(sb, degraded, time.Since(start)), err), nil
+		return runner.SetupFailure(newResult(sb, degraded, time.Since(start)), err), nil
 	}
 	if len(refused) > 0 {
 		return fail(&UnenforceableError{Features: refused})
@@ -97,7 +97,7 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 	cmd.WaitDelay = 2 * time.Second
 	outCap := runner.NewCappedWriter(req.Stdout, sb.Limits.Output)
 	errCap := runner.NewCappedWriter(req.Stderr, sb.Limits.Output)
-	tail := runner.NewTailBuffer(stderrTailBytes)
+	tail := runner.NewTailBuffer(runner.StderrTail)
 	var term *ptyPair
 	if req.TTY {
 		if term, err = openPTY(); err != nil {
@@ -120,65 +120,8 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 		term.slave.Close()
 		term.copy(req.Stdin, io.MultiWriter(outCap, tail))
 	}
-	pid := cmd.Process.Pid
-	tracker := newProcTracker(pid, pid, os.Getpid())
-	exited := make(chan struct{})
-	go func() {
-		waitExit(pid)
-		close(exited)
-	}()
-
-	var timeoutC <-chan time.Time
-	if t := req.EffectiveTimeout(); t > 0 {
-		timer := time.NewTimer(t)
-		defer timer.Stop()
-		timeoutC = timer.C
-	}
-	ticker := time.NewTicker(scanInterval)
-	defer ticker.Stop()
-	timedOut, canceled, interrupts := false, false, 0
-loop:
-	for {
-		select {
-		case <-exited:
-			break loop
-		case <-ticker.C:
-			if procs, err := listProcs(); err == nil {
-				tracker.observe(procs)
-			}
-		case <-timeoutC:
-			timedOut = true
-			break loop
-		case <-ctx.Done():
-			canceled = true
-			break loop
-		case sig := <-req.Signals:
-			if sig == syscall.SIGWINCH {
-				if term != nil {
-					term.resize(req.TermSize)
-				}
-				continue
-			}
-			if sig == os.Interrupt || sig == syscall.SIGTERM {
-				if interrupts++; interrupts > 1 {
-					canceled = true
-					break loop
-				}
-			}
-			if s, ok := sig.(syscall.Signal); ok {
-				_ = syscall.Kill(-pid, s)
-			}
-		}
-	}
-	// The root is not reaped yet, so its children still name it as their
-	// parent: kill the whole run now, then reap.
-	killRun(tracker)
-	waitErr := cmd.Wait()
-	killRun(tracker)
-	if term != nil {
-		term.drain()
-	}
-
+	end, waitErr := supervise(ctx, req, cmd, term)
+	timedOut, canceled := end.TimedOut, end.Canceled
 	o := outcome{Cwd: cwd, TimedOut: timedOut, Canceled: canceled, Stderr: tail.String(), Duration: time.Since(start)}
 	var exitErr *exec.ExitError
 	switch {
@@ -189,11 +132,7 @@ loop:
 		o.StartErr = fmt.Errorf("wait: %w", waitErr)
 	}
 	if ps := cmd.ProcessState; ps != nil {
-		o.ExitCode = ps.ExitCode()
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			o.ExitCode = 128 + int(ws.Signal())
-			o.Signal = ws.Signal().String()
-		}
+		o.ExitCode, o.Signal, _ = runner.ExitOf(ps, nil)
 	}
 	if o.StartErr == nil && !timedOut && !canceled && o.ExitCode != 0 && eperm().MatchString(o.Stderr) {
 		o.LogDenials = logDenials(tag, start)
@@ -205,6 +144,47 @@ loop:
 		}
 	}
 	return res, nil
+}
+
+// supervise runs the shared supervision loop over a started run, then
+// kills whatever is left of it and reaps it.
+func supervise(ctx context.Context, req runner.Request, cmd *exec.Cmd, term *ptyPair) (runner.Ended, error) {
+	pid := cmd.Process.Pid
+	tracker := newProcTracker(pid, pid, os.Getpid())
+	exited := make(chan struct{})
+	go func() {
+		waitExit(pid)
+		close(exited)
+	}()
+
+	var resize func()
+	if term != nil {
+		resize = func() { term.resize(req.TermSize) }
+	}
+	// The root is not reaped while it is supervised, so its children still
+	// name it as their parent: Kill finds and kills the whole run.
+	end := runner.Supervise(ctx, req, runner.Supervised{
+		Done:   exited,
+		Signal: func(s syscall.Signal) { _ = syscall.Kill(-pid, s) },
+		Kill:   func() { killRun(tracker) },
+		Resize: resize,
+		Every:  scanInterval,
+		Tick: func() {
+			if procs, err := listProcs(); err == nil {
+				tracker.observe(procs)
+			}
+		},
+	})
+	// Kill what is left of the run (a daemon that left the process
+	// group) while the root is not reaped yet, then reap.
+	killRun(tracker)
+	waitErr := cmd.Wait()
+	killRun(tracker)
+	if term != nil {
+		term.drain()
+	}
+
+	return end, waitErr
 }
 
 // killRun kills the run's process group and every process the tracker

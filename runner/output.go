@@ -61,6 +61,10 @@ func (c *CappedWriter) TruncationNote(stream string) string {
 	return fmt.Sprintf("[cordon: %s cut at %d bytes by limits.output; %d bytes dropped]\n", stream, c.limit, c.dropped)
 }
 
+// StderrTail is how much of a command's stderr every backend keeps for
+// classification.
+const StderrTail = 64 << 10
+
 // TailBuffer keeps the last max bytes written to it: the stderr that denial
 // classification reads.
 type TailBuffer struct {

@@ -19,7 +19,7 @@ import (
 // namespaces, no mount boundary. It is used only when the kernel cannot
 // build a sandbox and the config says require_os_sandbox: false, and it says
 // so loudly. The timeout still kills the whole process group.
-func runUnsandboxed(ctx context.Context, req Request, res *Result, p Policy) {
+func runUnsandboxed(ctx context.Context, req Request, res Result, p Policy) Result {
 	sb := req.Sandbox
 	const warning = "cordon: WARNING: the OS sandbox is unavailable (no user namespaces); running with application-level checks only: " +
 		"filesystem, network and process isolation are NOT enforced (require_os_sandbox: false)\n"
@@ -35,7 +35,7 @@ func runUnsandboxed(ctx context.Context, req Request, res *Result, p Policy) {
 	cmd.Env = spec.ProcessEnv(sb)
 	cmd.Stdin = req.Stdin
 	stdout := NewCappedWriter(req.Stdout, sb.Limits.Output)
-	tail := NewTailBuffer(stderrTail)
+	tail := NewTailBuffer(StderrTail)
 	cmd.Stdout = stdout
 	cmd.Stderr = io.MultiWriter(NewCappedWriter(req.Stderr, sb.Limits.Output), tail)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -48,52 +48,26 @@ func runUnsandboxed(ctx context.Context, req Request, res *Result, p Policy) {
 			res.ExitCode, res.FailureType = ExitNotRunnable, FailureProcessError
 		}
 		res.FailureDetail = err.Error()
-		return
+		return res
 	}
 	if sb.Limits.FileSize > 0 {
 		lim := &unix.Rlimit{Cur: uint64(sb.Limits.FileSize), Max: uint64(sb.Limits.FileSize)}
 		_ = unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_FSIZE, lim, nil)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var timeoutC <-chan time.Time
-	if t := req.EffectiveTimeout(); t > 0 {
-		timer := time.NewTimer(t)
-		defer timer.Stop()
-		timeoutC = timer.C
-	}
-	timedOut := false
-	var err error
-loop:
-	for {
-		select {
-		case err = <-done:
-			break loop
-		case <-timeoutC:
-			timedOut = true
-			_ = unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
-		case <-ctx.Done():
-			_ = unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
-		case sig := <-req.Signals:
-			if s, ok := sig.(unix.Signal); ok && s != unix.SIGWINCH {
-				_ = unix.Kill(-cmd.Process.Pid, s)
-			}
-		}
-	}
-	_ = unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
-	ws, _ := waitStatus(waitResult{cmd.ProcessState, err})
-	if ws.Signaled() {
-		res.ExitCode = 128 + int(ws.Signal())
-		res.Signal = unix.SignalName(ws.Signal())
-	} else {
-		res.ExitCode = ws.ExitStatus()
-	}
-	switch {
-	case timedOut:
-		res.ExitCode, res.FailureType = ExitTimeout, FailureTimeout
-		res.FailureDetail = fmt.Sprintf("the command ran longer than the timeout of %s and was killed", req.EffectiveTimeout())
-	case res.ExitCode == 0:
-	default:
-		classifyExit(res, p, sb, cmd.Dir, tail.String())
-	}
+	pgid := -cmd.Process.Pid
+	done := make(chan struct{})
+	var werr error
+	go func() {
+		werr = cmd.Wait()
+		close(done)
+	}()
+	end := Supervise(ctx, req, Supervised{
+		Done:   done,
+		Signal: func(s syscall.Signal) { _ = unix.Kill(pgid, s) },
+		Kill:   func() { _ = unix.Kill(pgid, unix.SIGKILL) },
+	})
+	_ = unix.Kill(pgid, unix.SIGKILL)
+	o := Outcome{TimedOut: end.TimedOut, Canceled: end.Canceled, Timeout: req.EffectiveTimeout(), Stderr: tail.String(), Cwd: cmd.Dir}
+	o.ExitCode, o.Signal, _ = ExitOf(cmd.ProcessState, werr)
+	return Classify(res, o, initMessages, PolicyDenials(p, sb))
 }

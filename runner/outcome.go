@@ -1,0 +1,145 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cordon-run/cordon/spec"
+)
+
+// Outcome is what a backend observed of one run: the facts classification
+// needs, and nothing the command could forge except what it printed
+// (Stderr), which only ever explains a failure through the policy.
+type Outcome struct {
+	// SetupErr is a failure to set the sandbox up or start it.
+	SetupErr error
+	// ExitCode is the command's exit status; 128+n after signal n.
+	ExitCode int
+	// Signal names the signal that ended the command ("SIGKILL"), or "".
+	Signal string
+	// TimedOut, Canceled: how supervision ended (see Ended).
+	TimedOut, Canceled bool
+	// Timeout is the run's effective timeout, for the message.
+	Timeout time.Duration
+	// OOM: the memory limit, MemoryLimit bytes, killed a process.
+	OOM         bool
+	MemoryLimit int64
+	// Stderr is the tail of the command's stderr.
+	Stderr string
+	// Cwd is the command's working directory, against which relative
+	// paths in Stderr are resolved.
+	Cwd string
+}
+
+// Explainer is one backend-specific reading of a failed command. It fills
+// res's failure fields and returns true when it explains the failure;
+// Classify asks the explainers in order and stops at the first that does.
+type Explainer func(o Outcome, res *Result) bool
+
+// Classify turns an outcome into the typed result: a set-up failure, a
+// timeout, a cancellation, an OOM kill and success are read from the facts;
+// a failed command is asked of the explainers in order, and is a process
+// error when none explains it. res carries what every outcome shares (the
+// backend, the sandbox summary, what was not enforced); its exit code,
+// signal and failure fields are set here.
+func Classify(res Result, o Outcome, explain ...Explainer) Result {
+	res.ExitCode, res.Signal = o.ExitCode, o.Signal
+	switch {
+	case o.SetupErr != nil:
+		return SetupFailure(res, o.SetupErr)
+	case o.TimedOut:
+		res.ExitCode = ExitTimeout
+		res.FailureType = FailureTimeout
+		res.FailureDetail = fmt.Sprintf("the command ran longer than the timeout of %s; it and all its processes were killed", o.Timeout)
+		return res
+	case o.Canceled:
+		res.FailureType = FailureProcessError
+		res.FailureDetail = "the run was canceled; the command and all its processes were killed"
+		return res
+	case o.OOM:
+		res.FailureType = FailureOOM
+		res.FailureDetail = fmt.Sprintf("the command exceeded the memory limit of %s and was killed", spec.FormatBytes(o.MemoryLimit))
+		return res
+	case o.ExitCode == 0:
+		res.FailureType = FailureNone
+		return res
+	}
+	for _, e := range explain {
+		if e(o, &res) {
+			return res
+		}
+	}
+	res.FailureType = FailureProcessError
+	res.FailureDetail = fmt.Sprintf("the command exited with status %d", o.ExitCode)
+	if o.Signal != "" {
+		res.FailureDetail = "the command was killed by " + o.Signal
+	}
+	return res
+}
+
+// SetupFailure is res for a sandbox that could not be set up (exit 125).
+// err is wrapped in ErrSetup unless it matches ErrSetup or ErrUnenforceable
+// already.
+func SetupFailure(res Result, err error) Result {
+	if !errors.Is(err, ErrSetup) && !errors.Is(err, ErrUnenforceable) {
+		err = fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	res.ExitCode = ExitSetupError
+	res.FailureType = FailureSetupError
+	res.FailureDetail = err.Error()
+	return res
+}
+
+// Denied is res for a failure the sandbox policy explains.
+func Denied(res Result, d Denial) Result {
+	res.FailureType = FailureSandboxDenied
+	res.BlockedPath = d.Path
+	res.FailureDetail = d.Detail
+	return res
+}
+
+// PolicyDenials is the explainer every backend shares: a failure whose
+// stderr names a path (or a network failure) that the policy p of sandbox
+// sb explains, as ClassifyDenial decides.
+func PolicyDenials(p Policy, sb *spec.Sandbox) Explainer {
+	return func(o Outcome, res *Result) bool {
+		d, ok := ClassifyDenial(p, sb, o.Cwd, o.Stderr)
+		if ok {
+			*res = Denied(*res, d)
+		}
+		return ok
+	}
+}
+
+// initMessages explains the failures cordon's own PID 1 reports on the
+// command's stderr as "cordon: ...", with 125 (it could not finish setting
+// the sandbox up) or 126/127 (the command cannot be executed).
+func initMessages(o Outcome, res *Result) bool {
+	line := initMessage(o.Stderr)
+	if line == "" {
+		return false
+	}
+	switch o.ExitCode {
+	case ExitSetupError:
+		*res = SetupFailure(*res, fmt.Errorf("%w: sandbox init: %s", ErrSetup, line))
+		return true
+	case ExitNotFound, ExitNotRunnable:
+		res.FailureType = FailureProcessError
+		res.FailureDetail = line
+		return true
+	}
+	return false
+}
+
+// initMessage returns the last line cordon's PID 1 wrote about itself.
+func initMessage(stderr string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	for i := len(lines) - 1; i >= 0 && i >= len(lines)-3; i-- {
+		if msg, ok := strings.CutPrefix(lines[i], "cordon: "); ok {
+			return msg
+		}
+	}
+	return ""
+}

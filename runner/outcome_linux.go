@@ -1,0 +1,165 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+)
+
+// start starts the sandbox's init, runs the started steps, then lets the
+// init execute the command. It returns false and the result when the
+// command could not be started.
+func (run *linuxRun) start() (Result, bool) {
+	c := run.container
+	err := c.Start(run.lp)
+	// The init holds its own end now: cordon's must go, so that the
+	// init sees EOF exactly when cordon dies.
+	run.liveR.Close()
+	if err != nil {
+		run.io.abort()
+		return classifyStartError(run.res, err), false
+	}
+	for _, s := range startedSteps {
+		if err := s.run(run); err != nil {
+			run.io.abort()
+			run.stop()
+			return run.setupFailed(fmt.Errorf("%s: %w", s.name, err)), false
+		}
+	}
+	if err := c.Exec(); err != nil {
+		run.io.abort()
+		run.stop()
+		return classifyStartError(run.res, err), false
+	}
+	if err := run.io.started(run.req); err != nil {
+		run.stop()
+		return run.setupFailed(fmt.Errorf("console: %w", err)), false
+	}
+	return Result{}, true
+}
+
+// stop kills a sandbox that was started but will not be supervised, and
+// reaps its init.
+func (run *linuxRun) stop() {
+	killAll(run.container)
+	_, _ = run.lp.Wait()
+}
+
+// supervise waits for the command under the shared supervision loop and
+// gathers what classification needs.
+func (run *linuxRun) supervise(ctx context.Context) Outcome {
+	done := make(chan struct{})
+	var ps *os.ProcessState
+	var werr error
+	go func() {
+		ps, werr = run.lp.Wait()
+		close(done)
+	}()
+	end := Supervise(ctx, run.req, Supervised{
+		Done:   done,
+		Signal: func(s syscall.Signal) { _ = run.container.Signal(s) },
+		Kill:   func() { killAll(run.container) },
+		Resize: func() { run.io.resize(run.req) },
+	})
+	// Every process of the sandbox is gone once its init is (PID
+	// namespace), so the copiers reach EOF.
+	run.ph.mark("wait")
+	run.io.drain()
+	o := Outcome{
+		TimedOut:    end.TimedOut,
+		Canceled:    end.Canceled,
+		Timeout:     run.req.EffectiveTimeout(),
+		OOM:         oomKilled(run.container),
+		MemoryLimit: run.req.Sandbox.Limits.Memory,
+		Stderr:      run.tail.String(),
+		Cwd:         run.cwd,
+	}
+	if code, sig, ok := ExitOf(ps, werr); ok {
+		o.ExitCode, o.Signal = code, sig
+	} else if werr != nil {
+		o.SetupErr = fmt.Errorf("wait: %w", werr)
+	}
+	return o
+}
+
+// finish tells the caller what limits.output cut and classifies the
+// outcome.
+func (run *linuxRun) finish(o Outcome) Result {
+	if o.SetupErr == nil && run.req.Stderr != nil {
+		for _, n := range []string{run.stdout.TruncationNote("stdout"), run.stderr.TruncationNote("stderr")} {
+			if n != "" {
+				_, _ = io.WriteString(run.req.Stderr, n)
+			}
+		}
+	}
+	return Classify(run.res, o, initMessages, PolicyDenials(run.table, run.eff))
+}
+
+// classifyStartError types a failure to start the command: it could not be
+// found or executed (127, 126), or the sandbox could not be built.
+func classifyStartError(res Result, err error) Result {
+	msg := err.Error()
+	lower := strings.ToLower(msg)
+	switch {
+	case strings.Contains(lower, "executable file not found"), strings.Contains(lower, "exec:") && strings.Contains(lower, "no such file or directory"):
+		res.ExitCode = ExitNotFound
+		res.FailureType = FailureProcessError
+		res.FailureDetail = "command not found in the sandbox: " + msg
+	case strings.Contains(lower, "exec") && (strings.Contains(lower, "permission denied") || strings.Contains(lower, "exec format error")):
+		res.ExitCode = ExitNotRunnable
+		res.FailureType = FailureProcessError
+		res.FailureDetail = "command cannot be executed in the sandbox: " + msg
+	default:
+		res = SetupFailure(res, fmt.Errorf("start: %w", err))
+	}
+	return res
+}
+
+// killAll kills the sandbox's init; the kernel then kills every other
+// process of its PID namespace, daemonized or re-parented ones included.
+func killAll(c *libcontainer.Container) {
+	if err := c.Signal(unix.SIGKILL); err != nil {
+		logrus.WithError(err).Debug("kill sandbox init")
+	}
+}
+
+// oomKilled reports whether the memory cgroup killed a process of c.
+func oomKilled(c *libcontainer.Container) bool {
+	st, err := c.State()
+	if err != nil {
+		return false
+	}
+	if cgroups.IsCgroup2UnifiedMode() {
+		return counter(filepath.Join(st.CgroupPaths[""], "memory.events"), "oom_kill") > 0
+	}
+	p := st.CgroupPaths["memory"]
+	if p == "" {
+		return false
+	}
+	return counter(filepath.Join(p, "memory.oom_control"), "oom_kill") > 0
+}
+
+func counter(file, key string) int64 {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == key {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}

@@ -1,0 +1,90 @@
+package runner
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cordon-run/cordon/mounts"
+	"github.com/cordon-run/cordon/spec"
+)
+
+// TestClassify is the table of how every backend's outcome becomes a typed
+// result: the facts the backend observed decide first (set-up failure,
+// timeout, cancellation, OOM, success); a failed command is asked of the
+// explainers in order, and is a process error when none explains it.
+func TestClassify(t *testing.T) {
+	ws := t.TempDir()
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "x"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sb := &spec.Sandbox{Root: ws, System: spec.System{Kind: spec.SystemHost}, Deny: []string{ws + "/.env"}}
+	table, err := mounts.New(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	never := func(Outcome, *Result) bool { return false }
+	custom := func(o Outcome, res *Result) bool {
+		if !strings.Contains(o.Stderr, "custom") {
+			return false
+		}
+		res.FailureType, res.FailureDetail = FailureProcessError, "explained by the backend"
+		return true
+	}
+	tests := []struct {
+		name    string
+		o       Outcome
+		code    int
+		ft      FailureType
+		blocked string
+		detail  string
+	}{
+		{"success", Outcome{}, 0, FailureNone, "", ""},
+		{"set-up failure", Outcome{SetupErr: errors.New("fork: resource temporarily unavailable")}, ExitSetupError, FailureSetupError, "", "sandbox set-up failed: fork"},
+		{"unenforceable stays unwrapped", Outcome{SetupErr: ErrUnenforceable}, ExitSetupError, FailureSetupError, "", "cannot be enforced"},
+		{"set-up failure wins over a timeout", Outcome{SetupErr: errors.New("wait: x"), TimedOut: true}, ExitSetupError, FailureSetupError, "", "wait: x"},
+		{"timeout", Outcome{TimedOut: true, ExitCode: 137, Signal: "SIGKILL", Timeout: 30 * time.Second}, ExitTimeout, FailureTimeout, "", "timeout of 30s"},
+		{"timeout wins over a zero exit", Outcome{TimedOut: true, Timeout: time.Second}, ExitTimeout, FailureTimeout, "", "timeout of 1s"},
+		{"canceled", Outcome{Canceled: true, ExitCode: 137, Signal: "SIGKILL"}, 137, FailureProcessError, "", "canceled"},
+		{"oom", Outcome{OOM: true, ExitCode: 137, Signal: "SIGKILL", MemoryLimit: 64 << 20}, 137, FailureOOM, "", "64MiB"},
+		{"plain failure", Outcome{ExitCode: 2, Stderr: "make: *** [all] Error 2\n"}, 2, FailureProcessError, "", "status 2"},
+		{"killed by a signal", Outcome{ExitCode: 139, Signal: "SIGSEGV"}, 139, FailureProcessError, "", "killed by SIGSEGV"},
+		{"init set-up message", Outcome{ExitCode: 125, Stderr: "cordon: cannot load the seccomp filter\n"}, ExitSetupError, FailureSetupError, "", "sandbox init: cannot load"},
+		{"init not found", Outcome{ExitCode: 127, Stderr: "cordon: nosuch: command not found\n"}, 127, FailureProcessError, "", "nosuch: command not found"},
+		{"policy denial", Outcome{ExitCode: 1, Cwd: ws, Stderr: "cat: " + outside + "/x: No such file or directory\n"}, 1, FailureSandboxDenied, outside + "/x", ws},
+		{"denied relative to cwd", Outcome{ExitCode: 1, Cwd: ws, Stderr: "cat: .env: Permission denied\n"}, 1, FailureSandboxDenied, ws + "/.env", "deny"},
+		{"backend explainer first", Outcome{ExitCode: 1, Stderr: "custom: /usr/x: Read-only file system\n"}, 1, FailureProcessError, "", "explained by the backend"},
+		{"network off", Outcome{ExitCode: 6, Stderr: "curl: (6) Could not resolve host: example.com\n"}, 6, FailureSandboxDenied, "", "network"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := Result{Backend: "test", Unenforced: []string{"x"}}
+			res := Classify(base, tt.o, never, initMessages, custom, PolicyDenials(table, sb))
+			if res.ExitCode != tt.code || res.FailureType != tt.ft || res.BlockedPath != tt.blocked {
+				t.Fatalf("got exit %d %s blocked %q (%s); want %d %s %q", res.ExitCode, res.FailureType, res.BlockedPath, res.FailureDetail, tt.code, tt.ft, tt.blocked)
+			}
+			if !strings.Contains(res.FailureDetail, tt.detail) {
+				t.Errorf("detail %q does not contain %q", res.FailureDetail, tt.detail)
+			}
+			if res.Backend != "test" || len(res.Unenforced) != 1 {
+				t.Errorf("Classify lost the shared fields: %+v", res)
+			}
+		})
+	}
+}
+
+// TestClassifyErrorsMatchSentinels: a set-up failure's cause is kept, so the
+// detail carries it, and what spec refuses matches runner's sentinel.
+func TestClassifyErrorsMatchSentinels(t *testing.T) {
+	if !errors.Is(spec.ErrUnenforceable, ErrUnenforceable) {
+		t.Fatal("runner.ErrUnenforceable does not match spec's")
+	}
+	res := SetupFailure(Result{}, errors.New("boom"))
+	if res.FailureDetail != ErrSetup.Error()+": boom" {
+		t.Errorf("detail = %q", res.FailureDetail)
+	}
+}

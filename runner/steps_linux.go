@@ -1,0 +1,296 @@
+package runner
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	// The devices controller must be registered for the device rules the
+	// spec carries; without it the cgroup manager refuses them.
+	_ "github.com/opencontainers/cgroups/devices"
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/specconv"
+
+	"github.com/cordon-run/cordon/spec"
+)
+
+// setupStep is one step of building a sandbox: it fills in the run or
+// returns an error, which ends the run as a setup_error (see setupFailed).
+// A step that needs undoing registers it with onEnd.
+type setupStep struct {
+	name string
+	run  func(*linuxRun) error
+}
+
+// setupSteps build a sandbox, in order, before anything of the command
+// runs. A feature that must act on the sandbox adds its step here, at the
+// one place where the order is visible: a step that edits the OCI spec goes
+// after "oci", one that edits libcontainer's config (cgroup delegation)
+// after "config", one that hands the process an extra descriptor (a
+// seccomp-notify or fork-server socket) after "process".
+var setupSteps = []setupStep{
+	{"preflight", (*linuxRun).preflight},
+	{"plan", (*linuxRun).plan},
+	{"state", (*linuxRun).beginState},
+	{"placeholders", (*linuxRun).placeholders},
+	{"oci", (*linuxRun).translate},
+	{"config", (*linuxRun).libcontainerConfig},
+	{"seccomp", (*linuxRun).seccomp},
+	{"create", (*linuxRun).create},
+	{"process", (*linuxRun).process},
+	{"stdio", (*linuxRun).stdio},
+}
+
+// startedSteps run after the sandbox's init exists (its namespaces are
+// there) and before it executes the command: libcontainer's Start-then-Exec
+// split. A device or socket that must be moved into the sandbox before the
+// command starts (a tun device and its network stack) goes here.
+var startedSteps []setupStep
+
+// preflight refuses what must never be run: a mount source reached through
+// a symlink the sandbox could have planted, and a mount that would show
+// cordon's own state directory.
+func (run *linuxRun) preflight() error {
+	if err := run.table.CheckSources(); err != nil {
+		return err
+	}
+	return run.r.checkStateHidden(run.req.Sandbox)
+}
+
+// plan decides what of the sandbox this host enforces; a part it cannot
+// enforce is refused, or, when the sandbox allows it, dropped (never
+// widened) and reported.
+func (run *linuxRun) plan() error {
+	eff, missing, err := run.r.plan(run.req.Sandbox)
+	run.res.Unenforced = missing
+	if err != nil {
+		return err
+	}
+	for _, m := range missing {
+		run.warn("WARNING: not enforced: %s", m)
+	}
+	run.eff = eff
+	run.cwd = run.req.Dir
+	if run.cwd == "" {
+		run.cwd = eff.Root
+	}
+	run.host = ProbeHost()
+	return nil
+}
+
+// beginState reaps what crashed runs left, then takes this run's state
+// directory; it is removed when the run ends.
+func (run *linuxRun) beginState() error {
+	st := run.r.state
+	st.reapStale()
+	if !run.r.rootless {
+		st.sweepOrphanCgroups()
+	}
+	run.id = run.req.ID
+	if run.id == "" {
+		run.id = newRunID()
+	}
+	unlock, err := st.begin(run.id)
+	if err != nil {
+		return err
+	}
+	run.onEnd(func() {
+		run.ph.mark("run")
+		if err := st.cleanup(run.id); err != nil {
+			run.logCleanup(err)
+		}
+		unlock()
+		run.ph.mark("cleanup")
+	})
+	return nil
+}
+
+// placeholders creates the missing deny and protect paths the guards need
+// (shared with concurrent runs), and records them before anything else can
+// fail, so a crash cannot strand them.
+func (run *linuxRun) placeholders() error {
+	st := run.r.state
+	created, err := st.acquirePlaceholders(run.id, spec.GuardedPaths(run.eff), func() ([]string, error) {
+		return makePlaceholders(spec.PlaceholderDirs(run.eff))
+	})
+	if rerr := st.writeRecord(runRecord{ID: run.id, PID: os.Getpid(), Placeholders: created}); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// translate builds the OCI spec of the effective sandbox.
+func (run *linuxRun) translate() error {
+	req, r := run.req, run.r
+	proc := spec.Process{Args: req.Args, Cwd: run.cwd, UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Terminal: req.TTY}
+	ro := spec.RunOptions{
+		Rootfs:   r.state.rootfs(run.id),
+		Rootless: r.rootless,
+		HostUID:  uint32(os.Getuid()),
+		HostGID:  uint32(os.Getgid()),
+		Hostname: "cordon",
+		Host:     &run.host,
+	}
+	if !r.rootless {
+		ro.CgroupsPath = "/cordon/" + run.id
+	}
+	s, err := spec.ToOCI(run.eff, proc, ro)
+	if err != nil {
+		return err
+	}
+	run.oci = s
+	return nil
+}
+
+// libcontainerConfig converts the OCI spec to libcontainer's config.
+func (run *linuxRun) libcontainerConfig() error {
+	config, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
+		CgroupName:      run.id,
+		Spec:            run.oci,
+		NoNewKeyring:    false, // a fresh session keyring, not cordon's
+		RootlessEUID:    run.r.rootless,
+		RootlessCgroups: run.r.rootless,
+	})
+	if err != nil {
+		return fmt.Errorf("libcontainer config: %w", err)
+	}
+	run.config = config
+	return nil
+}
+
+// seccomp compiles the filter (once, then cached) for cordon's init to
+// load before it starts the command, instead of libcontainer compiling it
+// in every container's init.
+func (run *linuxRun) seccomp() error {
+	bpf, err := run.r.seccompProgram(run.config.Seccomp)
+	if err == nil {
+		run.seccompFlags, err = seccompLoadFlags(run.config.Seccomp)
+	}
+	if err != nil {
+		return fmt.Errorf("seccomp: %w", err)
+	}
+	run.bpf = bpf
+	run.config.Seccomp = nil
+	return nil
+}
+
+// create makes the container (its state; nothing runs yet).
+func (run *linuxRun) create() error {
+	c, err := libcontainer.Create(run.r.state.lcRoot(), run.id, run.config)
+	if err != nil {
+		return fmt.Errorf("create container: %w", err)
+	}
+	run.container = c
+	return nil
+}
+
+// process builds the sandbox's first process: cordon's init, which loads
+// the filter and executes the command, with the liveness pipe whose EOF
+// tells it cordon died.
+func (run *linuxRun) process() error {
+	lp, err := newProcess(run.oci.Process)
+	if err != nil {
+		return err
+	}
+	lp.Init = true
+	lp.Env = append(handOverLoaderEnv(lp.Env), seccompEnvValue(run.bpf, run.seccompFlags))
+	liveR, liveW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("liveness pipe: %w", err)
+	}
+	// Held until the run is over: when cordon dies, the init sees EOF.
+	run.onEnd(func() { liveW.Close() })
+	run.onEnd(func() { liveR.Close() })
+	run.liveR = liveR
+	lp.ExtraFiles = []*os.File{liveR}
+	lp.Args = initArgs(lp.Args)
+	run.lp = lp
+	return nil
+}
+
+// stdio wires the command's stdio through pipes (or a console) cordon owns.
+func (run *linuxRun) stdio() error {
+	limit := run.req.Sandbox.Limits.Output
+	run.stdout = NewCappedWriter(run.req.Stdout, limit)
+	run.stderr = NewCappedWriter(run.req.Stderr, limit)
+	run.tail = NewTailBuffer(StderrTail)
+	s, err := newStdio(run.req, run.lp, run.stdout, io.MultiWriter(run.stderr, run.tail))
+	if err != nil {
+		return fmt.Errorf("stdio: %w", err)
+	}
+	run.io = s
+	run.onEnd(s.close)
+	return nil
+}
+
+// plan decides what of sb this host enforces. It returns the sandbox to
+// build (narrowed where degradation drops a feature: never widened), the
+// parts not enforced, and an error when something cannot be enforced and
+// the sandbox requires OS enforcement.
+func (r *linuxRunner) plan(sb *spec.Sandbox) (*spec.Sandbox, []string, error) {
+	eff := *sb
+	var missing []string
+	if sb.Network.Enabled && len(sb.Network.Allow) > 0 {
+		missing = append(missing, "network allow list ("+strings.Join(sb.Network.Allow, ", ")+
+			"): cordon has no egress proxy yet, so the network stays off")
+		eff.Network = spec.Network{}
+	}
+	if r.rootless {
+		var lim []string
+		if sb.Limits.Memory > 0 {
+			lim = append(lim, "memory")
+		}
+		if sb.Limits.Pids > 0 {
+			lim = append(lim, "pids")
+		}
+		if sb.Limits.CPUs > 0 {
+			lim = append(lim, "cpus")
+		}
+		if len(lim) > 0 {
+			missing = append(missing, "limits "+strings.Join(lim, ", ")+
+				": rootless runs have no cgroup to enforce them (run as root)")
+			eff.Limits.Memory, eff.Limits.Pids, eff.Limits.CPUs = 0, 0, 0
+		}
+	}
+	if len(missing) > 0 && sb.RequireOSSandbox {
+		return nil, missing, fmt.Errorf("%w: %s; set require_os_sandbox: false to run without them (cordon then reports what was not enforced)",
+			ErrUnenforceable, strings.Join(missing, "; "))
+	}
+	return &eff, missing, nil
+}
+
+// checkStateHidden refuses a sandbox that would show cordon's state
+// directory to the command: that directory holds container state (with the
+// hooks libcontainer runs on the host when it destroys a container), the
+// seccomp cache and the placeholder registry, so a command that could write
+// it could run code on the host or disable a later run's filter.
+func (r *linuxRunner) checkStateHidden(sb *spec.Sandbox) error {
+	state, err := filepath.EvalSymlinks(r.state.dir)
+	if err != nil {
+		state = r.state.dir
+	}
+	var sources []string
+	if sb.Root != "" {
+		sources = append(sources, sb.Root)
+	}
+	for _, m := range sb.Mounts {
+		sources = append(sources, m.Source)
+	}
+	if sb.System.Kind == spec.SystemRootfs {
+		sources = append(sources, sb.System.Rootfs)
+	}
+	for _, src := range sources {
+		real, err := filepath.EvalSymlinks(src)
+		if err != nil {
+			real = src
+		}
+		if real == "/" || state == real || strings.HasPrefix(state+"/", strings.TrimSuffix(real, "/")+"/") {
+			return fmt.Errorf("%w: the mount of %s would show cordon's state directory %s to the sandbox; "+
+				"mount a narrower directory, or point cordon at another state directory (XDG_RUNTIME_DIR or TMPDIR for rootless runs)",
+				ErrUnenforceable, src, r.state.dir)
+		}
+	}
+	return nil
+}
