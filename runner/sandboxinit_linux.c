@@ -40,6 +40,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "sandboxinit_linux.h"
+
 #define CORDON_INIT_ARG "cordon-sandbox-init"
 #define CORDON_LIVENESS_FD 3
 #define CORDON_SECCOMP_ENV "_CORDON_SECCOMP_BPF"
@@ -101,9 +103,10 @@ static unsigned char *b64decode(const char *in, size_t *outlen)
 	return out;
 }
 
-// load_seccomp installs the filter handed over in CORDON_SECCOMP_ENV
-// ("FLAGS:BASE64") on every thread, and removes the variable.
-static void load_seccomp(void)
+// cordon_load_seccomp installs the filter handed over in CORDON_SECCOMP_ENV
+// ("FLAGS:BASE64") on every thread, and removes the variable. The session
+// init (sessioninit_linux.c) loads it the same way.
+void cordon_load_seccomp(void)
 {
 	const char *v = getenv(CORDON_SECCOMP_ENV);
 	if (!v || !*v)
@@ -185,7 +188,7 @@ __attribute__((constructor)) static void cordon_sandbox_init(int argc, char **ar
 		first = 3;
 	if (first >= argc)
 		die("no command");
-	load_seccomp();
+	cordon_load_seccomp();
 
 	sigset_t set, old;
 	sigemptyset(&set);

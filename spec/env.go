@@ -13,10 +13,15 @@ const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // PATH defaults to DefaultPath and HOME to /tmp (the sandbox's private
 // tmpfs), because the host's home is not visible inside. The result is
 // sorted, so it is deterministic.
-func ProcessEnv(sb *Sandbox) []string {
+func ProcessEnv(sb *Sandbox) []string { return ProcessEnvFrom(sb, os.LookupEnv) }
+
+// ProcessEnvFrom is ProcessEnv with the host variables looked up by
+// lookup: a warm session builds each exec's environment from the
+// environment of the client that asked for it.
+func ProcessEnvFrom(sb *Sandbox, lookup func(string) (string, bool)) []string {
 	env := map[string]string{}
 	for _, name := range sb.Env.Pass {
-		if v, ok := os.LookupEnv(name); ok {
+		if v, ok := lookup(name); ok {
 			env[name] = v
 		}
 	}

@@ -1,0 +1,362 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/specconv"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/mounts"
+	"github.com/cordon-run/cordon/spec"
+)
+
+// linuxSession is a warm session: one libcontainer container whose PID 1
+// is the C fork server of sessioninit_linux.c.
+type linuxSession struct {
+	r          *linuxRunner
+	id         string
+	sb, eff    *spec.Sandbox
+	table      *mounts.Table
+	sum        spec.Summary
+	backend    string
+	unenforced []string
+	container  *libcontainer.Container
+	ctrl       *os.File // the supervisor's end of the control socket
+	devNull    *os.File
+	oomFile    string // the cgroup file whose oom_kill counter types OOMs
+	unlock     func()
+
+	sendMu sync.Mutex
+	nextID atomic.Uint64
+	active sync.WaitGroup
+
+	goneOnce sync.Once
+	gone     chan struct{}
+	goneErr  error
+	closed   chan struct{} // closed once Close finished the cleanup
+	closeMu  sync.Mutex
+	cleaned  bool
+}
+
+// StartSession implements SessionStarter: it builds the sandbox exactly as
+// Run would, with cordon's fork server as PID 1, and returns once that
+// server has loaded the seccomp filter and is ready to run commands.
+func (r *linuxRunner) StartSession(ctx context.Context, req SessionRequest) (Session, error) {
+	if req.Sandbox == nil {
+		return nil, fmt.Errorf("%w: a session needs a sandbox", ErrBadRequest)
+	}
+	sb := req.Sandbox.Clone()
+	s := &linuxSession{r: r, sb: sb, sum: spec.Summarize(sb), gone: make(chan struct{}), closed: make(chan struct{}), backend: "libcontainer"}
+	if r.rootless {
+		s.backend = "libcontainer-rootless"
+	}
+	if err := s.start(ctx, req); err != nil {
+		s.teardown()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *linuxSession) start(ctx context.Context, req SessionRequest) error {
+	r := s.r
+	if !r.rootless {
+		prewarmCgroupLock()
+	}
+	table, err := mounts.New(s.sb)
+	if err != nil {
+		return fmt.Errorf("%w: mount table: %w", ErrSetup, err)
+	}
+	s.table = table
+	if r.rootless && !userNamespacesAvailable() {
+		return fmt.Errorf("%w: user namespaces are disabled on this host, so a rootless session cannot be built; run as root or enable them (sysctl user.max_user_namespaces)", ErrUnenforceable)
+	}
+	if err := table.CheckSources(); err != nil {
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	if err := r.checkStateHidden(s.sb); err != nil {
+		return err
+	}
+	eff, missing, err := r.plan(s.sb)
+	s.unenforced = missing
+	if err != nil {
+		return err
+	}
+	s.eff = eff
+	for _, m := range missing {
+		fmt.Fprintf(writerOr(req.Stderr), "cordon: WARNING: not enforced: %s\n", m)
+	}
+	r.state.reapStale()
+	if !r.rootless {
+		r.state.sweepOrphanCgroups()
+	}
+	s.id = req.ID
+	if s.id == "" {
+		s.id = newRunID()
+	}
+	unlock, err := r.state.begin(s.id)
+	if err != nil {
+		s.id = ""
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	s.unlock = unlock
+	created, err := r.state.acquirePlaceholders(s.id, spec.GuardedPaths(eff), func() ([]string, error) {
+		return makePlaceholders(spec.PlaceholderDirs(eff))
+	})
+	if rerr := r.state.writeRecord(runRecord{ID: s.id, PID: os.Getpid(), Placeholders: created}); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	return s.launch(ctx)
+}
+
+// launch creates the container and starts the fork server in it.
+func (s *linuxSession) launch(ctx context.Context) error {
+	r, eff := s.r, s.eff
+	proc := spec.Process{Args: []string{"/proc/self/exe", sessionInitArg}, Cwd: s.rootDir(), UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
+	ro := spec.RunOptions{Rootfs: r.state.rootfs(s.id), Rootless: r.rootless, HostUID: uint32(os.Getuid()), HostGID: uint32(os.Getgid()), Hostname: "cordon"}
+	if !r.rootless {
+		ro.CgroupsPath = "/cordon/" + s.id
+	}
+	ociSpec, err := spec.ToOCI(eff, proc, ro)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	config, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
+		CgroupName: s.id, Spec: ociSpec, RootlessEUID: r.rootless, RootlessCgroups: r.rootless,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: libcontainer config: %w", ErrSetup, err)
+	}
+	bpf, err := r.seccompProgram(config.Seccomp)
+	var flags uint
+	if err == nil {
+		flags, err = seccompLoadFlags(config.Seccomp)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: seccomp: %w", ErrSetup, err)
+	}
+	config.Seccomp = nil
+	container, err := libcontainer.Create(r.state.lcRoot(), s.id, config)
+	if err != nil {
+		return fmt.Errorf("%w: create container: %w", ErrSetup, err)
+	}
+	s.container = container
+	lp, err := newProcess(ociSpec.Process)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	lp.Init = true
+	// PID 1 needs no environment of its own: each exec brings one. So no
+	// LD_* variable can load code into it.
+	lp.Env = []string{"PATH=" + spec.DefaultPath, seccompEnvValue(bpf, flags)}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%w: control socket: %w", ErrSetup, err)
+	}
+	// The supervisor's end goes through Go's poller (so Close interrupts a
+	// read); the init's end stays blocking.
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return fmt.Errorf("%w: control socket: %w", ErrSetup, err)
+	}
+	s.ctrl = os.NewFile(uintptr(fds[0]), "session-control")
+	child := os.NewFile(uintptr(fds[1]), "session-control-init")
+	defer child.Close()
+	lp.ExtraFiles = []*os.File{child}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	lp.Stderr = stderrW
+	initErr := NewTailBuffer(4096)
+	go func() { _, _ = io.Copy(initErr, stderrR); stderrR.Close() }()
+	if s.devNull, err = os.Open(os.DevNull); err != nil {
+		stderrW.Close()
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	err = container.Run(lp)
+	stderrW.Close()
+	child.Close()
+	if err != nil {
+		return fmt.Errorf("%w: start: %w", ErrSetup, err)
+	}
+	if err := s.awaitReady(ctx, initErr); err != nil {
+		return err
+	}
+	s.oomFile = oomCounterFile(container, eff)
+	go s.watch(lp)
+	return nil
+}
+
+// awaitReady waits for the fork server's ready byte: it is written after
+// the seccomp filter is loaded, before any command can run.
+func (s *linuxSession) awaitReady(ctx context.Context, initErr *TailBuffer) error {
+	ready := make(chan error, 1)
+	go func() {
+		b := make([]byte, 1)
+		n, err := s.ctrl.Read(b)
+		if n == 1 && b[0] == sessionReadyByte {
+			ready <- nil
+			return
+		}
+		ready <- fmt.Errorf("no ready signal (%v)", err)
+	}()
+	timer := time.NewTimer(sessionReadyWithin)
+	defer timer.Stop()
+	var err error
+	select {
+	case err = <-ready:
+	case <-timer.C:
+		err = fmt.Errorf("not ready within %s", sessionReadyWithin)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err == nil {
+		return nil
+	}
+	_ = s.container.Signal(unix.SIGKILL)
+	time.Sleep(20 * time.Millisecond) // let the init's last words arrive
+	if msg := strings.TrimSpace(initErr.String()); msg != "" {
+		err = fmt.Errorf("%w: %s", err, msg)
+	}
+	return fmt.Errorf("%w: the session's init: %w", ErrSetup, err)
+}
+
+// watch marks the session gone as soon as its PID 1 is: the control
+// socket reaches EOF (the init never writes after its ready byte) or the
+// init is reaped.
+func (s *linuxSession) watch(lp *libcontainer.Process) {
+	go func() {
+		b := make([]byte, 64)
+		for {
+			if _, err := s.ctrl.Read(b); err != nil {
+				s.markGone("the sandbox's init exited")
+				return
+			}
+			// Nothing may come after the ready byte: the init is not
+			// trusted to speak, so the session ends.
+			s.kill("the sandbox's init broke the protocol")
+			return
+		}
+	}()
+	_, _ = lp.Wait()
+	s.markGone("the sandbox's init exited")
+}
+
+func (s *linuxSession) markGone(reason string) {
+	s.goneOnce.Do(func() {
+		s.goneErr = &SessionGoneError{Session: s.id, Reason: reason}
+		close(s.gone)
+		logrus.WithField("session", s.id).WithField("reason", reason).Debug("session gone")
+	})
+}
+
+// kill ends the sandbox (its PID namespace dies with its init).
+func (s *linuxSession) kill(reason string) {
+	s.markGone(reason)
+	if s.container != nil {
+		_ = s.container.Signal(unix.SIGKILL)
+	}
+}
+
+// ID implements Session.
+func (s *linuxSession) ID() string { return s.id }
+
+// Done implements Session.
+func (s *linuxSession) Done() <-chan struct{} { return s.gone }
+
+// Err implements Session.
+func (s *linuxSession) Err() error {
+	select {
+	case <-s.gone:
+		return s.goneErr
+	default:
+		return nil
+	}
+}
+
+// Unenforced implements Session.
+func (s *linuxSession) Unenforced() []string { return append([]string(nil), s.unenforced...) }
+
+// Backend implements Session.
+func (s *linuxSession) Backend() string { return s.backend }
+
+// Close implements Session.
+func (s *linuxSession) Close() error {
+	s.kill("stopped")
+	return s.teardown()
+}
+
+// teardown removes everything the session left on the host; it runs once.
+func (s *linuxSession) teardown() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.cleaned {
+		return nil
+	}
+	s.cleaned = true
+	defer close(s.closed)
+	if s.ctrl != nil {
+		s.ctrl.Close()
+	}
+	if s.devNull != nil {
+		s.devNull.Close()
+	}
+	if s.id == "" || s.unlock == nil {
+		return nil
+	}
+	err := s.r.state.cleanup(s.id)
+	s.unlock()
+	if err != nil {
+		return fmt.Errorf("%w: cleanup of session %s: %w", ErrSetup, s.id, err)
+	}
+	return nil
+}
+
+// rootDir is the default working directory: the workspace, or / without one.
+func (s *linuxSession) rootDir() string {
+	if s.eff != nil && s.eff.Root != "" {
+		return s.eff.Root
+	}
+	return "/"
+}
+
+// oomCounterFile is the cgroup file whose oom_kill counter rises when the
+// memory limit kills a process of the session; "" without a memory limit.
+func oomCounterFile(c *libcontainer.Container, sb *spec.Sandbox) string {
+	if sb.Limits.Memory <= 0 {
+		return ""
+	}
+	st, err := c.State()
+	if err != nil {
+		return ""
+	}
+	if cgroups.IsCgroup2UnifiedMode() {
+		return filepath.Join(st.CgroupPaths[""], "memory.events")
+	}
+	if p := st.CgroupPaths["memory"]; p != "" {
+		return filepath.Join(p, "memory.oom_control")
+	}
+	return ""
+}
+
+func writerOr(w io.Writer) io.Writer {
+	if w != nil {
+		return w
+	}
+	return io.Discard
+}

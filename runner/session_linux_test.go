@@ -1,0 +1,314 @@
+package runner_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/spec"
+)
+
+func startSession(t *testing.T, sb *spec.Sandbox) runner.Session {
+	t.Helper()
+	r, err := runner.New(runner.Options{StateDir: stateDir(t)})
+	if err != nil {
+		t.Fatalf("runner.New: %v", err)
+	}
+	s, err := r.(runner.SessionStarter).StartSession(context.Background(), runner.SessionRequest{Sandbox: sb})
+	if err != nil {
+		t.Fatalf("StartSession: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+type execOut struct {
+	res            runner.Result
+	err            error
+	stdout, stderr string
+}
+
+func execIn(t *testing.T, s runner.Session, req runner.ExecRequest) execOut {
+	t.Helper()
+	var so, se bytes.Buffer
+	req.Stdout, req.Stderr = &so, &se
+	res, err := s.Exec(context.Background(), req)
+	t.Logf("%v -> exit %d %s %q; stderr: %s", req.Args, res.ExitCode, res.FailureType, res.FailureDetail, se.String())
+	return execOut{res, err, so.String(), se.String()}
+}
+
+// initPID is the host pid of the session's PID 1.
+func initPID(t *testing.T, s runner.Session) int {
+	t.Helper()
+	c, err := libcontainer.Load(filepath.Join(stateDir(t), "lc"), s.ID())
+	if err != nil {
+		t.Fatalf("load session container: %v", err)
+	}
+	st, err := c.State()
+	if err != nil {
+		t.Fatalf("container state: %v", err)
+	}
+	return st.InitProcessPid
+}
+
+// sandboxPIDs lists the pids visible inside the session (from a fresh
+// exec, which sees itself, its shim and PID 1 too).
+func sandboxProcs(t *testing.T, s runner.Session) []string {
+	t.Helper()
+	out := execIn(t, s, runner.ExecRequest{Args: sh(`for p in /proc/[0-9]*; do echo "$(basename $p) $(cat $p/comm 2>/dev/null)"; done`)})
+	if out.res.ExitCode != 0 {
+		t.Fatalf("listing processes failed: %+v", out.res)
+	}
+	return strings.Split(strings.TrimSpace(out.stdout), "\n")
+}
+
+func countComm(procs []string, comm string) int {
+	n := 0
+	for _, p := range procs {
+		if f := strings.Fields(p); len(f) == 2 && f[1] == comm {
+			n++
+		}
+	}
+	return n
+}
+
+func TestIntegrationSessionStdioAndExitCodes(t *testing.T) {
+	s := startSession(t, newSandbox(t))
+	out := execIn(t, s, runner.ExecRequest{Args: []string{"/bin/cat"}, Stdin: strings.NewReader("hello session\n")})
+	if out.res.ExitCode != 0 || out.stdout != "hello session\n" || out.res.FailureType != runner.FailureNone {
+		t.Fatalf("cat: %+v stdout %q", out.res, out.stdout)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		ft   runner.FailureType
+	}{
+		{sh("echo out; echo err >&2; exit 3"), 3, runner.FailureProcessError},
+		{[]string{"no-such-command-cordon"}, runner.ExitNotFound, runner.FailureProcessError},
+		{sh("kill -TERM $$"), 128 + 15, runner.FailureProcessError},
+		{[]string{"true"}, 0, runner.FailureNone},
+	} {
+		out := execIn(t, s, runner.ExecRequest{Args: c.args})
+		if out.res.ExitCode != c.code || out.res.FailureType != c.ft {
+			t.Errorf("%v: got exit %d %s, want %d %s", c.args, out.res.ExitCode, out.res.FailureType, c.code, c.ft)
+		}
+	}
+	out = execIn(t, s, runner.ExecRequest{Args: sh("echo out; echo err >&2")})
+	if out.stdout != "out\n" || out.stderr != "err\n" {
+		t.Errorf("stdout %q stderr %q", out.stdout, out.stderr)
+	}
+}
+
+func TestIntegrationSessionFreshProcessState(t *testing.T) {
+	sb := newSandbox(t)
+	sb.Env.Set = map[string]string{"FIXED": "yes"}
+	s := startSession(t, sb)
+	// State a command leaves in its shell must not reach the next one.
+	execIn(t, s, runner.ExecRequest{Args: sh("export LEAK=1; cd /tmp; exec 7>/tmp/fd7")})
+	out := execIn(t, s, runner.ExecRequest{Args: sh(`echo "env:${LEAK:-unset}:${FIXED}:${SECRET:-unset}"; pwd; ls /proc/self/fd | tr '\n' ' '`),
+		Env: []string{"PATH=/usr/bin:/bin", "SECRET=host-only"}})
+	want := "env:unset:yes:unset\n" + sb.Root + "\n"
+	if !strings.HasPrefix(out.stdout, want) {
+		t.Fatalf("got %q, want prefix %q", out.stdout, want)
+	}
+	// ls sees stdio and its own directory fd (3) only.
+	if fds := strings.TrimSpace(strings.TrimPrefix(out.stdout, want)); fds != "0 1 2 3" {
+		t.Errorf("fd table of an exec: %q, want \"0 1 2 3\"", fds)
+	}
+	out = execIn(t, s, runner.ExecRequest{Args: []string{"pwd"}, Dir: "/tmp"})
+	if out.stdout != "/tmp\n" {
+		t.Errorf("Dir /tmp: pwd printed %q", out.stdout)
+	}
+}
+
+func TestIntegrationSessionBoundaryPerExec(t *testing.T) {
+	sb := newSandbox(t)
+	s := startSession(t, sb)
+	outside := filepath.Join(t.TempDir(), "escaped")
+	for _, c := range []struct {
+		name, script, path string
+	}{
+		{"read-only system", "echo x > /usr/cordon-session-probe", "/usr/cordon-session-probe"},
+		{"protect", "mkdir -p .git/hooks && echo x > .git/hooks/pre-commit", filepath.Join(sb.Root, ".git/hooks/pre-commit")},
+		{"outside", "echo x > " + outside, outside},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := execIn(t, s, runner.ExecRequest{Args: sh(c.script)})
+			if out.res.ExitCode == 0 {
+				t.Fatalf("the write succeeded: %+v", out.res)
+			}
+			if c.name != "outside" && out.res.FailureType != runner.FailureSandboxDenied {
+				t.Errorf("failure type %s, want sandbox_denied (%s)", out.res.FailureType, out.res.FailureDetail)
+			}
+			mustNotExist(t, c.path)
+		})
+	}
+	// seccomp, no_new_privs and no capabilities hold in every exec.
+	out := execIn(t, s, runner.ExecRequest{Args: sh(`unshare -U true 2>/dev/null && echo UNSHARED; grep -E '^(NoNewPrivs|Seccomp|CapEff):' /proc/self/status`)})
+	if strings.Contains(out.stdout, "UNSHARED") || !strings.Contains(out.stdout, "NoNewPrivs:\t1") ||
+		!strings.Contains(out.stdout, "Seccomp:\t2") || !strings.Contains(out.stdout, "CapEff:\t0000000000000000") {
+		t.Fatalf("boundary of an exec:\n%s", out.stdout)
+	}
+	// A working directory the sandbox hides is refused before anything runs.
+	out = execIn(t, s, runner.ExecRequest{Args: []string{"true"}, Dir: "/root"})
+	if out.res.FailureType != runner.FailureSandboxDenied || out.res.ExitCode == 0 {
+		t.Errorf("Dir /root: %+v", out.res)
+	}
+}
+
+// The control channel: PID 1 and each exec's shim are not dumpable, so a
+// command can open none of their descriptors (the control socket, status
+// pipes), and cordon's state directory, where the CLI's session socket
+// lives, is not in the sandbox.
+func TestIntegrationSessionControlUnreachable(t *testing.T) {
+	s := startSession(t, newSandbox(t))
+	out := execIn(t, s, runner.ExecRequest{Args: sh(`
+		for fd in /proc/1/fd/* /proc/$PPID/fd/*; do
+			readlink $fd 2>/dev/null && echo "READLINK $fd"
+			true <$fd 2>/dev/null && echo "OPENED $fd"
+		done
+		cat /proc/1/environ >/dev/null 2>&1 && echo PID1-ENV
+		ls ` + stateDir(t) + ` >/dev/null 2>&1 && echo STATE
+		echo done`)})
+	if out.stdout != "done\n" {
+		t.Fatalf("the command reached the control channel:\n%s", out.stdout)
+	}
+	// A forged status cannot come from the command: it holds no status
+	// pipe. What it can do, kill its own shim, ends the session instead
+	// of leaving its processes untracked.
+	start := time.Now()
+	out = execIn(t, s, runner.ExecRequest{Args: sh(`sleep 100 & kill -9 $PPID; sleep 1`)})
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the exec whose shim was killed took %s", d)
+	}
+	if out.res.FailureType != runner.FailureSessionGone || !errors.Is(out.err, runner.ErrSessionGone) {
+		t.Fatalf("killing the shim: %+v err %v; want session_gone", out.res, out.err)
+	}
+	out = execIn(t, s, runner.ExecRequest{Args: []string{"true"}})
+	if out.res.FailureType != runner.FailureSessionGone {
+		t.Fatalf("exec after the session ended: %+v", out.res)
+	}
+}
+
+func TestIntegrationSessionTimeoutKillsTree(t *testing.T) {
+	s := startSession(t, newSandbox(t))
+	start := time.Now()
+	out := execIn(t, s, runner.ExecRequest{Timeout: 300 * time.Millisecond,
+		Args: sh(`setsid sh -c 'sleep 101' & (sh -c 'sleep 102 &' &) ; sleep 103`)})
+	if out.res.FailureType != runner.FailureTimeout || out.res.ExitCode != runner.ExitTimeout {
+		t.Fatalf("got %+v, want timeout", out.res)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the timeout took %s", d)
+	}
+	if n := countComm(sandboxProcs(t, s), "sleep"); n != 0 {
+		t.Fatalf("%d sleep processes survived the timeout", n)
+	}
+	// The session goes on.
+	if out := execIn(t, s, runner.ExecRequest{Args: []string{"true"}}); out.res.ExitCode != 0 {
+		t.Fatalf("exec after a timeout: %+v", out.res)
+	}
+}
+
+func TestIntegrationSessionStraysReaped(t *testing.T) {
+	s := startSession(t, newSandbox(t))
+	start := time.Now()
+	out := execIn(t, s, runner.ExecRequest{Args: sh(`setsid sleep 201 & (sleep 202 &) ; nohup sleep 203 >/dev/null 2>&1 & echo started`)})
+	if out.res.ExitCode != 0 || out.stdout != "started\n" {
+		t.Fatalf("got %+v %q", out.res, out.stdout)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the exec waited for its strays (%s)", d)
+	}
+	if n := countComm(sandboxProcs(t, s), "sleep"); n != 0 {
+		t.Fatalf("%d stray sleep processes survived their exec", n)
+	}
+	// --detach keeps them, for servers.
+	out = execIn(t, s, runner.ExecRequest{Detach: true, Args: sh(`setsid sleep 204 >/dev/null 2>&1 & echo detached`)})
+	if out.res.ExitCode != 0 || out.stdout != "detached\n" {
+		t.Fatalf("detached exec: %+v %q", out.res, out.stdout)
+	}
+	if n := countComm(sandboxProcs(t, s), "sleep"); n != 1 {
+		t.Fatalf("%d sleep processes after a detached exec, want 1", n)
+	}
+}
+
+func TestIntegrationSessionConcurrentExecs(t *testing.T) {
+	s := startSession(t, newSandbox(t))
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			var so bytes.Buffer
+			res, err := s.Exec(context.Background(), runner.ExecRequest{Args: sh(fmt.Sprintf("echo %d; exit %d", i, i%7)), Stdout: &so})
+			if err != nil || res.ExitCode != i%7 || so.String() != strconv.Itoa(i)+"\n" {
+				errs <- fmt.Errorf("exec %d: %+v %v %q", i, res, err, so.String())
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// Close, and the death of the sandbox, end the session: later execs are
+// refused at once with session_gone, and nothing is left on the host.
+func TestIntegrationSessionGoneAndNoLeftovers(t *testing.T) {
+	sb := newSandbox(t)
+	s := startSession(t, sb)
+	pid := initPID(t, s)
+	if err := unix.Kill(pid, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the session did not notice its sandbox died")
+	}
+	start := time.Now()
+	out := execIn(t, s, runner.ExecRequest{Args: []string{"true"}})
+	if out.res.FailureType != runner.FailureSessionGone || !errors.Is(out.err, runner.ErrSessionGone) || out.res.ExitCode != runner.ExitSetupError {
+		t.Fatalf("exec after the sandbox died: %+v %v", out.res, out.err)
+	}
+	if time.Since(start) > 100*time.Millisecond {
+		t.Errorf("the refusal took %s", time.Since(start))
+	}
+
+	s2 := startSession(t, sb)
+	pid2 := initPID(t, s2)
+	id := s2.ID()
+	if err := s2.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	out = execIn(t, s2, runner.ExecRequest{Args: []string{"true"}})
+	if out.res.FailureType != runner.FailureSessionGone || !strings.Contains(out.res.FailureDetail, "stopped") {
+		t.Fatalf("exec after Close: %+v", out.res)
+	}
+	if err := unix.Kill(pid2, 0); !errors.Is(err, unix.ESRCH) {
+		t.Errorf("the session's init %d is still there after Close (%v)", pid2, err)
+	}
+	for _, p := range []string{filepath.Join(stateDir(t), "lc", id), filepath.Join(stateDir(t), "runs", id)} {
+		mustNotExist(t, p)
+	}
+	if isRoot() {
+		for _, c := range []string{"/sys/fs/cgroup/memory/cordon/" + id, "/sys/fs/cgroup/pids/cordon/" + id, "/sys/fs/cgroup/cordon/" + id} {
+			mustNotExist(t, c)
+		}
+	}
+}

@@ -1,0 +1,412 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/spec"
+)
+
+// killGrace is how long the supervisor waits for a shim to report after
+// it asked it to kill its exec's tree. A shim that does not answer was
+// stopped or killed from inside; the session then ends, because that is
+// the only way left to be sure nothing the exec started survives.
+const killGrace = 2 * time.Second
+
+// detachedDrain is how long output is still read after a detached exec's
+// command exited: its background processes may hold stdout open.
+const detachedDrain = 50 * time.Millisecond
+
+// Exec implements Session.
+func (s *linuxSession) Exec(ctx context.Context, req ExecRequest) (Result, error) {
+	start := time.Now()
+	res := Result{Backend: s.backend, FailureType: FailureNone, Sandbox: &s.sum, Unenforced: s.Unenforced()}
+	defer func() { res.DurationMS = time.Since(start).Milliseconds() }()
+	if err := s.Err(); err != nil {
+		return goneResult(&res, err), err
+	}
+	if len(req.Args) == 0 || req.Args[0] == "" {
+		return res, fmt.Errorf("%w: a command is required", ErrBadRequest)
+	}
+	cwd := req.Dir
+	switch {
+	case cwd == "":
+		cwd = s.rootDir()
+	case !filepath.IsAbs(cwd):
+		cwd = filepath.Join(s.rootDir(), cwd)
+	}
+	s.active.Add(1)
+	defer s.active.Done()
+	x, err := s.newExec(req, cwd)
+	if err != nil {
+		if gerr := s.Err(); gerr != nil {
+			return goneResult(&res, gerr), gerr
+		}
+		setupFailed(&res, err)
+		return res, nil
+	}
+	defer x.close()
+	st, stErr, timedOut, canceled := x.wait(ctx, req)
+	if stErr != nil && s.Err() == nil {
+		// The shim is gone (killed from inside): nothing tracks what the
+		// command started any more, so the session ends.
+		s.kill("an exec's tracker was killed from inside the sandbox")
+	}
+	x.drain(req.Detach)
+	s.finish(&res, x, req, cwd, st, stErr, timedOut, canceled)
+	if res.FailureType == FailureSessionGone {
+		return res, s.Err()
+	}
+	return res, nil
+}
+
+// goneResult types a result for an exec a gone session cannot run.
+func goneResult(res *Result, err error) Result {
+	res.ExitCode = ExitSetupError
+	res.FailureType = FailureSessionGone
+	res.FailureDetail = err.Error()
+	return *res
+}
+
+// sessionExec is one running exec as the supervisor sees it.
+type sessionExec struct {
+	s        *linuxSession
+	id       uint64
+	status   *os.File
+	stdinW   *os.File
+	stopIn   func()
+	outR     []*os.File
+	copiers  sync.WaitGroup
+	stdout   *CappedWriter
+	stderr   *CappedWriter
+	tail     *TailBuffer
+	oomStart int64
+}
+
+// newExec sends the EXEC request with the exec's stdio and status pipe.
+func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error) {
+	lookup := os.LookupEnv
+	if req.Env != nil {
+		m := make(map[string]string, len(req.Env))
+		for _, kv := range req.Env {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				m[k] = v
+			}
+		}
+		lookup = func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	env := spec.ProcessEnvFrom(s.sb, lookup)
+	x := &sessionExec{s: s, id: s.nextID.Add(1), tail: NewTailBuffer(stderrTail)}
+	x.stdout = NewCappedWriter(req.Stdout, s.sb.Limits.Output)
+	x.stderr = NewCappedWriter(req.Stderr, s.sb.Limits.Output)
+	msg, err := encodeExec(x.id, req.Detach, cwd, req.Args, env)
+	if err != nil {
+		return nil, err
+	}
+	var child []*os.File // the sandbox's ends, closed once sent
+	defer func() {
+		for _, f := range child {
+			if f != s.devNull {
+				f.Close()
+			}
+		}
+	}()
+	stdin := s.devNull
+	if req.Stdin != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		stdin, x.stdinW = r, w
+	}
+	child = append(child, stdin)
+	for _, dst := range []io.Writer{x.stdout, io.MultiWriter(x.stderr, x.tail)} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			x.close()
+			return nil, err
+		}
+		child = append(child, w)
+		x.outR = append(x.outR, r)
+		x.copiers.Add(1)
+		go func(dst io.Writer, r *os.File) {
+			defer x.copiers.Done()
+			_, _ = io.Copy(dst, r)
+		}(dst, r)
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		x.close()
+		return nil, err
+	}
+	child = append(child, statusW)
+	x.status = statusR
+	if s.oomFile != "" {
+		x.oomStart = counter(s.oomFile, "oom_kill")
+	}
+	if err := s.send(msg, child); err != nil {
+		x.close()
+		return nil, err
+	}
+	if x.stdinW != nil {
+		x.stopIn = copyStdin(x.stdinW, req.Stdin)
+	}
+	return x, nil
+}
+
+// send writes one request to the fork server, with fds attached to its
+// first byte.
+func (s *linuxSession) send(msg []byte, files []*os.File) error {
+	var rights []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		rights = unix.UnixRights(fds...)
+	}
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	rc, err := s.ctrl.SyscallConn()
+	if err != nil {
+		return err
+	}
+	for len(msg) > 0 {
+		var n int
+		var serr error
+		werr := rc.Write(func(fd uintptr) bool {
+			n, serr = unix.SendmsgN(int(fd), msg, rights, nil, unix.MSG_NOSIGNAL)
+			return serr != unix.EAGAIN
+		})
+		if werr == nil {
+			werr = serr
+		}
+		if werr != nil {
+			return fmt.Errorf("send to the session's init: %w", werr)
+		}
+		msg, rights = msg[n:], nil
+	}
+	return nil
+}
+
+// wait waits for the shim's status, enforcing the timeout and forwarding
+// signals. It returns the status or why there is none.
+func (x *sessionExec) wait(ctx context.Context, req ExecRequest) (st execStatus, stErr error, timedOut, canceled bool) {
+	statusC := make(chan struct{})
+	go func() {
+		defer close(statusC)
+		b := make([]byte, protoStatusSize+1)
+		n, err := io.ReadAtLeast(x.status, b, protoStatusSize)
+		if err != nil {
+			stErr = fmt.Errorf("the exec's tracker in the sandbox ended without a status (killed from inside?): %w", err)
+			return
+		}
+		st, stErr = decodeStatus(b[:n])
+	}()
+	var timeoutC, graceC <-chan time.Time
+	if t := x.timeout(req); t > 0 {
+		timer := time.NewTimer(t)
+		defer timer.Stop()
+		timeoutC = timer.C
+	}
+	killTree := func() {
+		_ = x.s.send(encodeSignal(x.id, protoSigKillTree), nil)
+		if graceC == nil {
+			graceC = time.After(killGrace)
+		}
+	}
+	ctxDone := ctx.Done()
+	for {
+		select {
+		case <-statusC:
+			return st, stErr, timedOut, canceled
+		case <-timeoutC:
+			timedOut, timeoutC = true, nil
+			killTree()
+		case <-ctxDone:
+			canceled, ctxDone = true, nil
+			killTree()
+		case sig, ok := <-req.Signals:
+			if !ok {
+				req.Signals = nil
+				continue
+			}
+			_ = x.s.send(encodeSignal(x.id, int32(sig)), nil)
+		case <-graceC:
+			x.s.kill(fmt.Sprintf("exec %d did not stop within %s of being killed", x.id, killGrace))
+			<-statusC
+			return st, stErr, timedOut, canceled
+		case <-x.s.gone:
+			<-statusC // the PID namespace is gone, so is the shim
+			return st, stErr, timedOut, canceled
+		}
+	}
+}
+
+func (x *sessionExec) timeout(req ExecRequest) time.Duration {
+	t := x.s.sb.Limits.Timeout
+	if req.Timeout > 0 && (t == 0 || req.Timeout < t) {
+		t = req.Timeout
+	}
+	return t
+}
+
+// drain waits for the output copiers. Without Detach every process that
+// could hold the pipes is dead, so they reach EOF; a detached exec's
+// background processes may keep them open, so reading stops shortly after
+// the command exited.
+func (x *sessionExec) drain(detach bool) {
+	if x.stopIn != nil {
+		x.stopIn()
+	}
+	if detach {
+		done := make(chan struct{})
+		go func() { x.copiers.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(detachedDrain):
+		}
+		for _, r := range x.outR {
+			r.Close()
+		}
+	}
+	x.copiers.Wait()
+}
+
+func (x *sessionExec) close() {
+	if x.status != nil {
+		x.status.Close()
+	}
+	if x.stdinW != nil && x.stopIn == nil {
+		x.stdinW.Close()
+	}
+	for _, r := range x.outR {
+		r.Close()
+	}
+}
+
+// finish types the exec's outcome from the supervisor's own state (timer,
+// cancel, session) and the checked status record.
+func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd string, st execStatus, stErr error, timedOut, canceled bool) {
+	for _, n := range []string{x.stdout.TruncationNote("stdout"), x.stderr.TruncationNote("stderr")} {
+		if n != "" && req.Stderr != nil {
+			_, _ = io.WriteString(req.Stderr, n)
+		}
+	}
+	ws := unix.WaitStatus(st.wstatus)
+	if stErr == nil && st.phase == phaseRan {
+		switch {
+		case ws.Exited():
+			res.ExitCode = ws.ExitStatus()
+		case ws.Signaled():
+			res.ExitCode = 128 + int(ws.Signal())
+			res.Signal = unix.SignalName(ws.Signal())
+		}
+	}
+	oom := s.oomFile != "" && counter(s.oomFile, "oom_kill") > x.oomStart
+	switch {
+	case timedOut:
+		res.ExitCode = ExitTimeout
+		res.FailureType = FailureTimeout
+		res.FailureDetail = fmt.Sprintf("the command ran longer than the timeout of %s; it and every process it started were killed (the session goes on)", x.timeout(req))
+	case stErr != nil:
+		goneResult(res, fmt.Errorf("%w (%v)", s.Err(), stErr))
+	case canceled:
+		res.FailureType = FailureProcessError
+		res.FailureDetail = "the exec was canceled; the command and every process it started were killed"
+	case st.phase == phaseShim:
+		setupFailed(res, fmt.Errorf("%w: the session could not start the command: %s", ErrSetup, unix.ErrnoName(unix.Errno(st.errno))))
+	case st.phase == phaseChdir:
+		if err := s.table.Check(cwd, false); err != nil && !strings.HasPrefix(cwd, "/tmp") {
+			res.ExitCode = ExitSetupError
+			res.FailureType = FailureSandboxDenied
+			res.BlockedPath = cwd
+			res.FailureDetail = fmt.Sprintf("working directory: %v", err)
+			return
+		}
+		setupFailed(res, fmt.Errorf("%w: cannot change to directory %s: %s", ErrSetup, cwd, unix.Errno(st.errno)))
+	case st.phase == phaseExec:
+		res.ExitCode = ExitNotRunnable
+		what := "command cannot be executed in the sandbox"
+		if unix.Errno(st.errno) == unix.ENOENT {
+			res.ExitCode = ExitNotFound
+			what = "command not found in the sandbox"
+		}
+		res.FailureType = FailureProcessError
+		res.FailureDetail = fmt.Sprintf("%s: %s: %s", what, req.Args[0], unix.Errno(st.errno))
+	case oom:
+		res.FailureType = FailureOOM
+		res.FailureDetail = fmt.Sprintf("the memory limit of %s (shared by the whole session) killed a process while this command ran", spec.FormatBytes(s.sb.Limits.Memory))
+	case res.ExitCode == 0:
+		res.FailureType = FailureNone
+	default:
+		classifyExit(res, s.table, s.eff, cwd, x.tail.String())
+	}
+}
+
+// copyStdin copies src into w until src ends or the returned stop is
+// called; w is closed either way. A file (a client's stdin) is polled, so
+// stop never leaves a goroutine blocked in a read of a terminal.
+func copyStdin(w *os.File, src io.Reader) (stop func()) {
+	f, ok := src.(*os.File)
+	if !ok {
+		go func() { _, _ = io.Copy(w, src); w.Close() }()
+		return func() {}
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		w.Close()
+		return func() {}
+	}
+	// The raw descriptor, without Fd(): that would clear O_NONBLOCK on a
+	// description the client shares with its own caller.
+	in := -1
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { in = int(fd) })
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer w.Close()
+		defer pr.Close()
+		buf := make([]byte, 32<<10)
+		fds := []unix.PollFd{{Fd: int32(in), Events: unix.POLLIN}, {Fd: int32(pr.Fd()), Events: unix.POLLIN}}
+		for {
+			if _, err := unix.Poll(fds, -1); err != nil {
+				if errors.Is(err, unix.EINTR) {
+					continue
+				}
+				return
+			}
+			if fds[1].Revents != 0 {
+				return
+			}
+			if fds[0].Revents == 0 {
+				continue
+			}
+			n, err := unix.Read(in, buf)
+			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if n <= 0 || err != nil {
+				return
+			}
+			if _, err := w.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { pw.Close(); <-done })
+	}
+}

@@ -1,0 +1,538 @@
+//go:build linux && cgo
+
+// cordon's PID 1 for a warm session, in C: a fork server.
+//
+// The session supervisor starts the sandbox as
+//   /proc/self/exe cordon-session-init
+// with fd 3 the sandbox end of a unix stream socket pair whose other end
+// only the supervisor holds (it is never a path, so nothing in the sandbox
+// can connect to it). Like cordon-sandbox-init, this constructor runs
+// before the Go runtime and never returns. It makes itself non-dumpable,
+// loads the seccomp filter once, writes one ready byte, and then serves:
+//
+//   EXEC   (header, cwd, argv, env; SCM_RIGHTS: stdin, stdout, stderr and
+//          the write end of a status pipe): fork a shim, which becomes a
+//          child subreaper, forks the command (new session, fresh fd table,
+//          default signals, the request's env and cwd) and waits for it.
+//          When the command ends the shim kills every process it left
+//          behind (orphans reparent to the shim, so setsid and
+//          double-forked ones are found) unless the exec was detached, and
+//          writes one fixed-size status record to the status pipe.
+//   SIGNAL (header): queue a signal to that exec's shim (SIGRTMIN with the
+//          signal as value; the shim acts only on values queued by PID 1),
+//          which forwards it to the command's process group, or, for
+//          CORDON_SIG_KILLTREE, kills the whole tree.
+//
+// Every exec inherits this process's boundary by fork: mount view, seccomp,
+// no_new_privs, capabilities, rlimits, namespaces. Nothing is re-applied.
+// PID 1 never writes to the control socket after the ready byte, and the
+// supervisor treats every status record as untrusted input. EOF on the
+// control socket means the supervisor is gone: PID 1 exits, and the kernel
+// kills every process of the PID namespace.
+
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandboxinit_linux.h"
+
+#define CORDON_SESSION_ARG "cordon-session-init"
+#define CTRL_FD 3
+// Must match sessionproto_linux.go.
+#define REQ_MAGIC 0x58445243u	 // "CRDX"
+#define STATUS_MAGIC 0x53445243u // "CRDS"
+#define PROTO_VERSION 1
+#define REQ_EXEC 1
+#define REQ_SIGNAL 2
+#define FLAG_DETACH 1u
+#define CORDON_SIG_KILLTREE (-1)
+#define PHASE_RAN 0
+#define PHASE_CHDIR 1
+#define PHASE_EXEC 2
+#define PHASE_SHIM 3
+#define MAX_PAYLOAD (8u << 20)
+#define MAX_EXECS 4096
+
+struct cordon_req {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint64_t id;
+	uint32_t flags;
+	int32_t sig;
+	uint32_t nargv;
+	uint32_t nenv;
+	uint32_t len;
+	uint32_t pad;
+};
+
+struct cordon_status {
+	uint32_t magic;
+	uint32_t version;
+	int32_t phase;
+	int32_t err;
+	int32_t wstatus;
+	int32_t killed;
+	int64_t utime_us;
+	int64_t stime_us;
+	int64_t maxrss_kb;
+};
+
+_Static_assert(sizeof(struct cordon_req) == 40, "request header layout");
+_Static_assert(sizeof(struct cordon_status) == 48, "status layout");
+
+static void sdie(const char *msg)
+{
+	fprintf(stderr, "cordon: session init: %s\n", msg);
+	_exit(125);
+}
+
+// The shims of running execs, by exec id.
+static struct {
+	uint64_t id;
+	pid_t pid;
+} execs[MAX_EXECS];
+static int nexecs;
+// PID 1's signalfd, which a shim closes.
+static int pid1_sfd = -1;
+
+static void write_status(int fd, const struct cordon_status *st)
+{
+	ssize_t r;
+	do
+		r = write(fd, st, sizeof(*st));
+	while (r < 0 && errno == EINTR);
+}
+
+static void fail_status(int fd, int phase, int err)
+{
+	struct cordon_status st = {.magic = STATUS_MAGIC, .version = PROTO_VERSION, .phase = phase, .err = err};
+	write_status(fd, &st);
+}
+
+// read_full reads exactly n bytes; 0 on success.
+static int read_full(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+	while (n > 0) {
+		ssize_t r = read(fd, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+// recv_header reads the request header and the descriptors attached to it.
+// Returns the number of descriptors, or -1 on EOF or error.
+static int recv_header(struct cordon_req *h, int fds[4])
+{
+	char *p = (char *)h;
+	size_t got = 0;
+	int nfds = 0;
+	while (got < sizeof(*h)) {
+		char cbuf[CMSG_SPACE(8 * sizeof(int))];
+		struct iovec iov = {.iov_base = p + got, .iov_len = sizeof(*h) - got};
+		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+		ssize_t r = recvmsg(CTRL_FD, &m, MSG_CMSG_CLOEXEC);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			int *in = (int *)CMSG_DATA(c);
+			for (int i = 0; i < n; i++) {
+				if (nfds < 4)
+					fds[nfds++] = in[i];
+				else
+					close(in[i]);
+			}
+		}
+		got += (size_t)r;
+	}
+	return nfds;
+}
+
+// children_of lists up to max live children of pid from /proc (the kernel
+// may lack /proc/PID/task/TID/children). Returns the count.
+static int children_of(pid_t self, pid_t *out, int max)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) && n < max) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		char path[64], buf[512];
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t r = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (r <= 0)
+			continue;
+		buf[r] = '\0';
+		// pid (comm) state ppid ...; comm may hold spaces and parens.
+		char *rp = strrchr(buf, ')');
+		if (!rp)
+			continue;
+		char state;
+		int ppid;
+		if (sscanf(rp + 1, " %c %d", &state, &ppid) != 2)
+			continue;
+		if (ppid == self)
+			out[n++] = (pid_t)atoi(e->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+// kill_tree kills every descendant of this shim and reaps them all. Each
+// killed process's children reparent to the shim (a child subreaper), so
+// repeating until there are no children left reaches the whole tree,
+// setsid'd and double-forked processes included. The command's own status
+// is recorded in *wst and *ru when it is reaped here.
+static void kill_tree(pid_t cmd, int *cmd_done, int *wst, struct rusage *ru)
+{
+	siginfo_t info;
+	// The common case: the command left nothing behind; skip the /proc scan.
+	if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD)
+		return;
+	pid_t self = getpid();
+	for (;;) {
+		pid_t kids[256];
+		int n = children_of(self, kids, 256);
+		for (int i = 0; i < n; i++)
+			kill(kids[i], SIGKILL);
+		int st;
+		struct rusage r;
+		pid_t w = wait4(-1, &st, 0, &r);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return; // ECHILD: nothing is left
+		}
+		if (w == cmd && !*cmd_done) {
+			*cmd_done = 1;
+			*wst = st;
+			*ru = r;
+		}
+	}
+}
+
+// run_command is the command's process: it never returns.
+static void run_command(const char *cwd, char **argv, char **envp, int fds[3], int errfd)
+{
+	setsid();
+	sigset_t none;
+	sigemptyset(&none);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int i = 0; i < 3; i++) {
+		if (fds[i] == i) {
+			fcntl(i, F_SETFD, 0);
+			continue;
+		}
+		if (dup2(fds[i], i) < 0)
+			_exit(125);
+	}
+	// A fresh fd table: only stdio and the CLOEXEC error pipe survive.
+	if (errfd != 3 && dup2(errfd, 3) >= 0) {
+		fcntl(3, F_SETFD, FD_CLOEXEC);
+		errfd = 3;
+	}
+	if (syscall(SYS_close_range, 4, ~0U, 0) < 0) {
+		for (int fd = 4; fd < 65536; fd++)
+			close(fd);
+	}
+	int phase[2] = {PHASE_CHDIR, 0};
+	if (chdir(cwd) < 0) {
+		phase[1] = errno;
+		fprintf(stderr, "cordon: cannot change to directory %s: %s\n", cwd, strerror(errno));
+		(void)!write(errfd, phase, sizeof(phase));
+		_exit(125);
+	}
+	extern char **environ;
+	environ = envp; // execvp searches the PATH of the request's env
+	execvp(argv[0], argv);
+	phase[0] = PHASE_EXEC;
+	phase[1] = errno;
+	fprintf(stderr, "cordon: cannot execute %s: %s\n", argv[0], strerror(errno));
+	(void)!write(errfd, phase, sizeof(phase));
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+// shim runs one exec and exits; see the file comment.
+static void shim(const struct cordon_req *h, char *payload, int fds[4])
+{
+	int status_fd = fds[3];
+	close(CTRL_FD);
+	close(pid1_sfd);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+		fail_status(status_fd, PHASE_SHIM, errno);
+		_exit(1);
+	}
+	// Split the payload: cwd, argv..., env... (each NUL-terminated).
+	char **argv = calloc(h->nargv + 1, sizeof(char *));
+	char **envp = calloc(h->nenv + 1, sizeof(char *));
+	if (!argv || !envp) {
+		fail_status(status_fd, PHASE_SHIM, ENOMEM);
+		_exit(1);
+	}
+	char *p = payload, *end = payload + h->len;
+	const char *cwd = p;
+	p += strlen(p) + 1;
+	for (uint32_t i = 0; i < h->nargv; i++) {
+		if (p >= end) {
+			fail_status(status_fd, PHASE_SHIM, EINVAL);
+			_exit(1);
+		}
+		argv[i] = p;
+		p += strlen(p) + 1;
+	}
+	for (uint32_t i = 0; i < h->nenv; i++) {
+		if (p >= end) {
+			fail_status(status_fd, PHASE_SHIM, EINVAL);
+			_exit(1);
+		}
+		envp[i] = p;
+		p += strlen(p) + 1;
+	}
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGRTMIN);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	int ep[2];
+	if (sfd < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+		fail_status(status_fd, PHASE_SHIM, errno);
+		_exit(1);
+	}
+	pid_t cmd = fork();
+	if (cmd < 0) {
+		fail_status(status_fd, PHASE_SHIM, errno);
+		_exit(1);
+	}
+	if (cmd == 0) {
+		close(status_fd);
+		close(sfd);
+		close(ep[0]);
+		run_command(cwd, argv, envp, fds, ep[1]);
+	}
+	close(ep[1]);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+	struct cordon_status st = {.magic = STATUS_MAGIC, .version = PROTO_VERSION, .phase = PHASE_RAN};
+	int failed[2];
+	if (read_full(ep[0], failed, sizeof(failed)) == 0) {
+		st.phase = failed[0];
+		st.err = failed[1];
+	}
+	close(ep[0]);
+
+	int cmd_done = 0, wst = 0;
+	struct rusage ru;
+	memset(&ru, 0, sizeof(ru));
+	while (!cmd_done) {
+		struct signalfd_siginfo si;
+		ssize_t r = read(sfd, &si, sizeof(si));
+		if (r != sizeof(si))
+			continue;
+		if (si.ssi_signo == (uint32_t)SIGRTMIN) {
+			// PID 1 relays the supervisor's requests this way. The
+			// command can forge one (rt_sigqueueinfo lets it claim
+			// any sender), but all it could ask for is to kill or
+			// signal its own processes, which it can do anyway; the
+			// supervisor never trusts the `killed` field.
+			if (si.ssi_pid != 1 || si.ssi_code != SI_QUEUE)
+				continue;
+			if (si.ssi_int == CORDON_SIG_KILLTREE) {
+				st.killed = 1;
+				kill_tree(cmd, &cmd_done, &wst, &ru);
+			} else if (si.ssi_int > 0 && si.ssi_int < NSIG) {
+				kill(-cmd, si.ssi_int);
+			}
+			continue;
+		}
+		int s;
+		struct rusage r2;
+		pid_t w;
+		while ((w = wait4(-1, &s, WNOHANG, &r2)) > 0) {
+			if (w == cmd) {
+				cmd_done = 1;
+				wst = s;
+				ru = r2;
+			}
+		}
+	}
+	if (!(h->flags & FLAG_DETACH))
+		kill_tree(cmd, &cmd_done, &wst, &ru);
+	st.wstatus = wst;
+	st.utime_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+	st.stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+	st.maxrss_kb = ru.ru_maxrss;
+	write_status(status_fd, &st);
+	// Detached processes reparent to PID 1, which reaps them.
+	_exit(0);
+}
+
+static void handle_exec(struct cordon_req *h, int fds[4], int nfds)
+{
+	if (nfds != 4) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		// Drain the payload: the stream must stay in step.
+		char buf[4096];
+		uint32_t left = h->len;
+		while (left > 0) {
+			size_t k = left < sizeof(buf) ? left : sizeof(buf);
+			if (read_full(CTRL_FD, buf, k) < 0)
+				_exit(0);
+			left -= (uint32_t)k;
+		}
+		return;
+	}
+	char *payload = malloc(h->len + 1);
+	if (!payload || read_full(CTRL_FD, payload, h->len) < 0) {
+		if (!payload)
+			fail_status(fds[3], PHASE_SHIM, ENOMEM);
+		for (int i = 0; i < 4; i++)
+			close(fds[i]);
+		if (payload)
+			_exit(0); // the supervisor went away mid-request
+		return;
+	}
+	payload[h->len] = '\0';
+	if (nexecs >= MAX_EXECS) {
+		fail_status(fds[3], PHASE_SHIM, EAGAIN);
+	} else {
+		pid_t pid = fork();
+		if (pid == 0)
+			shim(h, payload, fds);
+		if (pid < 0) {
+			fail_status(fds[3], PHASE_SHIM, errno);
+		} else {
+			execs[nexecs].id = h->id;
+			execs[nexecs].pid = pid;
+			nexecs++;
+		}
+	}
+	free(payload);
+	for (int i = 0; i < 4; i++)
+		close(fds[i]);
+}
+
+static void handle_signal(const struct cordon_req *h)
+{
+	for (int i = 0; i < nexecs; i++) {
+		if (execs[i].id != h->id)
+			continue;
+		union sigval v = {.sival_int = h->sig};
+		sigqueue(execs[i].pid, SIGRTMIN, v);
+		return;
+	}
+}
+
+static void forget(pid_t pid)
+{
+	for (int i = 0; i < nexecs; i++) {
+		if (execs[i].pid == pid) {
+			execs[i] = execs[--nexecs];
+			return;
+		}
+	}
+}
+
+__attribute__((constructor)) static void cordon_session_init(int argc, char **argv, char **envp)
+{
+	(void)envp;
+	if (argc < 2 || strcmp(argv[1], CORDON_SESSION_ARG) != 0)
+		return;
+	if (getpid() != 1)
+		sdie(CORDON_SESSION_ARG " runs only as PID 1 inside a sandbox");
+	// Not dumpable, and neither are the shims forked from it: a command
+	// (same uid) can neither open their descriptors through /proc (the
+	// control socket, the status pipes) nor ptrace them.
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		sdie("cannot make the session init non-dumpable");
+	if (fcntl(CTRL_FD, F_SETFD, FD_CLOEXEC) < 0)
+		sdie("no control socket from cordon");
+	cordon_load_seccomp();
+
+	sigset_t set;
+	sigfillset(&set);
+	sigdelset(&set, SIGKILL);
+	sigdelset(&set, SIGSTOP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		sdie("sigprocmask failed");
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC);
+	if (sfd < 0)
+		sdie("signalfd failed");
+	pid1_sfd = sfd;
+	if (write(CTRL_FD, "R", 1) != 1)
+		_exit(0);
+
+	struct pollfd p[2] = {
+		{.fd = sfd, .events = POLLIN},
+		{.fd = CTRL_FD, .events = POLLIN},
+	};
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			sdie("poll failed");
+		}
+		if (p[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			(void)!read(sfd, &si, sizeof(si));
+			int st;
+			pid_t w;
+			while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+				forget(w); // a shim, or an orphan (detached or stray)
+		}
+		if (!p[1].revents)
+			continue;
+		struct cordon_req h;
+		int fds[4];
+		int nfds = recv_header(&h, fds);
+		if (nfds < 0)
+			_exit(0); // the supervisor is gone: end the sandbox
+		if (h.magic != REQ_MAGIC || h.version != PROTO_VERSION || h.len > MAX_PAYLOAD)
+			sdie("bad request from the supervisor");
+		if (h.type == REQ_EXEC) {
+			handle_exec(&h, fds, nfds);
+		} else {
+			for (int i = 0; i < nfds; i++)
+				close(fds[i]);
+			if (h.type == REQ_SIGNAL)
+				handle_signal(&h);
+		}
+	}
+}
