@@ -126,7 +126,8 @@ func (s *linuxSession) start(ctx context.Context, req SessionRequest) error {
 func (s *linuxSession) launch(ctx context.Context) error {
 	r, eff := s.r, s.eff
 	proc := spec.Process{Args: []string{"/proc/self/exe", sessionInitArg}, Cwd: s.rootDir(), UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
-	ro := spec.RunOptions{Rootfs: r.state.rootfs(s.id), Rootless: r.rootless, HostUID: uint32(os.Getuid()), HostGID: uint32(os.Getgid()), Hostname: "cordon"}
+	host := ProbeHost()
+	ro := spec.RunOptions{Rootfs: r.state.rootfs(s.id), Rootless: r.rootless, HostUID: uint32(os.Getuid()), HostGID: uint32(os.Getgid()), Hostname: "cordon", Host: &host}
 	if !r.rootless {
 		ro.CgroupsPath = "/cordon/" + s.id
 	}
