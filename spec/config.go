@@ -16,7 +16,7 @@ import (
 var DefaultEnvPass = []string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"}
 
 var (
-	topKeys     = []string{"sandbox", "delegation", "audit", "audit_required"}
+	topKeys     = []string{"sandbox", "delegation", "audit", "audit_required", "session"}
 	sandboxKeys = []string{"root", "readonly", "mounts", "deny", "protect", "network", "system", "limits", "env", "require_os_sandbox"}
 	mountKeys   = []string{"source", "target", "readonly", "name", "suffixes", "max_file_bytes"}
 )
@@ -49,6 +49,7 @@ func Parse(data []byte, baseDir, source string) (*Config, error) {
 		Source:        source,
 		Delegation:    Delegation{MaxDepth: DefaultMaxDepth},
 		AuditRequired: true,
+		Session:       DefaultSession(),
 	}
 	top := d.fields(d.document(data, true), "", topKeys, true)
 	d.sandbox(top["sandbox"], base, &cfg.Sandbox)
@@ -82,6 +83,7 @@ func Parse(data []byte, baseDir, source string) (*Config, error) {
 			cfg.AuditRequired = b
 		}
 	}
+	d.session(top["session"], &cfg.Session)
 	validateSandbox(&cfg.Sandbox, d)
 	if err := d.result("config", source); err != nil {
 		return nil, err

@@ -108,6 +108,7 @@ func TestFullFixture(t *testing.T) {
 			RequireOSSandbox: true,
 		},
 		Delegation:    Delegation{MaxDepth: 3},
+		Session:       Session{IdleTimeout: 10 * time.Minute, MaxLifetime: 2 * time.Hour},
 		Audit:         abs(t, filepath.Join(fixtures, "audit.log")),
 		AuditRequired: true,
 		Source:        filepath.Join(fixtures, "good", "full.yaml"),

@@ -107,6 +107,7 @@ func Profile(name, cwd string) (*Config, error) {
 			RequireOSSandbox: true,
 		},
 		Delegation: Delegation{MaxDepth: DefaultMaxDepth},
+		Session:    DefaultSession(),
 		Source:     "profile:" + name,
 	}
 	sb := &cfg.Sandbox

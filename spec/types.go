@@ -9,6 +9,8 @@ type Config struct {
 	Sandbox Sandbox
 	// Delegation bounds how child workers may be derived.
 	Delegation Delegation
+	// Session bounds the life of warm sessions of this config.
+	Session Session
 	// Audit is the path of an append-only JSON-lines audit log, or "".
 	Audit string
 	// AuditRequired, when true (the default), fails a run closed when its
