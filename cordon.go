@@ -237,6 +237,10 @@ func (s *Sandbox) Derive(w *spec.Worker, opts ...DeriveOption) (*Sandbox, error)
 // runConfig collects RunOptions.
 type runConfig struct {
 	req runner.Request
+	// Session execs only (session.go).
+	env     []string
+	detach  bool
+	signals <-chan int
 }
 
 // RunOption adjusts a run.

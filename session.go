@@ -1,0 +1,218 @@
+package cordon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/spec"
+)
+
+// Session is a warm sandbox: it is built once and runs many commands, each
+// at about the cost of a fork and an exec. Every command gets the boundary
+// Run would give it (mounts, deny and protect, network, seccomp,
+// no_new_privs, no capabilities, limits) and its own environment, working
+// directory, fd table, timeout and output cap; when it ends, every process
+// it started is killed unless it ran with Detach. The workspace, /tmp and
+// the session-wide cgroup limits are shared between commands. A Session is
+// safe for concurrent use.
+type Session struct {
+	sb  *Sandbox
+	rs  runner.Session
+	cfg spec.Session
+
+	mu      sync.Mutex
+	running int
+	idle    *time.Timer
+	reason  string // why the session stopped itself, "" while it runs
+}
+
+// SessionOption adjusts a session as it starts.
+type SessionOption func(*sessionConfig)
+
+type sessionConfig struct {
+	id     string
+	bounds spec.Session
+}
+
+// SessionIdleTimeout stops the session after d with no command running
+// (default: the config's session.idle_timeout).
+func SessionIdleTimeout(d time.Duration) SessionOption {
+	return func(c *sessionConfig) { c.bounds.IdleTimeout = d }
+}
+
+// SessionMaxLifetime stops the session d after it started (default: the
+// config's session.max_lifetime).
+func SessionMaxLifetime(d time.Duration) SessionOption {
+	return func(c *sessionConfig) { c.bounds.MaxLifetime = d }
+}
+
+// SessionID names the session's sandbox in logs and state (default: a
+// random id).
+func SessionID(id string) SessionOption { return func(c *sessionConfig) { c.id = id } }
+
+// StartSession builds the sandbox once and returns when it is ready to run
+// commands. A host that cannot enforce the sandbox fails it closed as Run
+// does; backends without sessions return runner.ErrSessionsUnsupported.
+func (s *Sandbox) StartSession(ctx context.Context, opts ...SessionOption) (*Session, error) {
+	c := sessionConfig{bounds: s.p.cfg.Session}
+	for _, o := range opts {
+		o(&c)
+	}
+	r, err := s.p.backend()
+	if err != nil {
+		return nil, err
+	}
+	st, ok := r.(runner.SessionStarter)
+	if !ok {
+		return nil, runner.ErrSessionsUnsupported
+	}
+	if err := s.p.log.Session(s.sb); err != nil {
+		return nil, fmt.Errorf("the session was not started: %w", err)
+	}
+	rs, err := st.StartSession(ctx, runner.SessionRequest{Sandbox: s.sb, ID: c.id})
+	if err != nil {
+		return nil, err
+	}
+	ss := &Session{sb: s, rs: rs, cfg: c.bounds}
+	ss.mu.Lock()
+	ss.armIdle()
+	ss.mu.Unlock()
+	if c.bounds.MaxLifetime > 0 {
+		life := time.AfterFunc(c.bounds.MaxLifetime, func() {
+			ss.stopSelf(false, fmt.Sprintf("it reached its maximum lifetime of %s (session.max_lifetime)", c.bounds.MaxLifetime))
+		})
+		go func() { <-rs.Done(); life.Stop() }()
+	}
+	return ss, nil
+}
+
+// armIdle starts the idle timer; s.mu is held.
+func (s *Session) armIdle() {
+	if s.cfg.IdleTimeout <= 0 || s.running > 0 || s.reason != "" {
+		return
+	}
+	d := s.cfg.IdleTimeout
+	if s.idle == nil {
+		s.idle = time.AfterFunc(d, func() {
+			s.stopSelf(true, fmt.Sprintf("it was idle for %s (session.idle_timeout)", d))
+		})
+		return
+	}
+	s.idle.Reset(d)
+}
+
+func (s *Session) stopSelf(idle bool, reason string) {
+	s.mu.Lock()
+	if idle && s.running > 0 {
+		s.mu.Unlock() // an exec started as the idle timer fired
+		return
+	}
+	if s.reason == "" {
+		s.reason = reason
+	}
+	s.mu.Unlock()
+	_ = s.rs.Close()
+}
+
+// ID is the session's sandbox id.
+func (s *Session) ID() string { return s.rs.ID() }
+
+// Sandbox is the sandbox every command of the session runs in.
+func (s *Session) Sandbox() *Sandbox { return s.sb }
+
+// Done is closed once the session's sandbox is gone.
+func (s *Session) Done() <-chan struct{} { return s.rs.Done() }
+
+// Err is nil while the session runs; then a *runner.SessionGoneError
+// (matching runner.ErrSessionGone) that says why it ended.
+func (s *Session) Err() error {
+	err := s.rs.Err()
+	if err == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reason != "" {
+		return &runner.SessionGoneError{Session: s.ID(), Reason: "stopped itself: " + s.reason}
+	}
+	return err
+}
+
+// Exec runs args in the session and returns its typed result, with the
+// same exit codes and failure types as Run, plus session_gone when the
+// session's sandbox no longer runs (then the error matches
+// runner.ErrSessionGone too). The options Stdin, Stdout, Stderr, Dir,
+// Timeout, Env and Detach apply. The error is otherwise non-nil only when
+// the command could not be attempted or recorded, as for Run.
+func (s *Session) Exec(ctx context.Context, args []string, opts ...RunOption) (runner.Result, error) {
+	var c runConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	if err := s.Err(); err != nil {
+		return goneResult(err), err
+	}
+	s.mu.Lock()
+	s.running++
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.running--
+		s.armIdle()
+		s.mu.Unlock()
+	}()
+	run, err := s.sb.p.log.Start(s.sb.sb, args, s.sb.table)
+	if err != nil {
+		return setupResult(err), fmt.Errorf("the command was not started: %w", err)
+	}
+	res, err := s.rs.Exec(ctx, runner.ExecRequest{
+		Args: args, Dir: c.req.Dir, Env: c.env, Stdin: c.req.Stdin, Stdout: c.req.Stdout, Stderr: c.req.Stderr,
+		Timeout: c.req.Timeout, Detach: c.detach, Signals: c.signals,
+	})
+	if errors.Is(err, runner.ErrSessionGone) {
+		// Say why, when the session stopped itself.
+		if gerr := s.Err(); gerr != nil {
+			err = gerr
+			res.FailureDetail = gerr.Error()
+		}
+	}
+	if aerr := run.Finish(res); aerr != nil {
+		return res, errors.Join(err, fmt.Errorf("the command ran but its result could not be recorded: %w", aerr))
+	}
+	return res, err
+}
+
+// Close ends the session: the sandbox and every process in it, and
+// everything it left on the host. Later execs fail with session_gone.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.mu.Unlock()
+	return s.rs.Close()
+}
+
+func goneResult(err error) runner.Result {
+	return runner.Result{ExitCode: runner.ExitSetupError, FailureType: runner.FailureSessionGone, FailureDetail: err.Error()}
+}
+
+// Env sets the host environment that the sandbox's env.pass picks
+// variables from, for a session's exec (default: this process's).
+func Env(env []string) RunOption { return func(c *runConfig) { c.env = env } }
+
+// Detach leaves the processes a session's exec started running after it
+// exits (servers that must outlive the command). Their output is no longer
+// read once the command exits. Run ignores it.
+func Detach() RunOption { return func(c *runConfig) { c.detach = true } }
+
+// Signals forwards the signals received on ch to a session exec's process
+// group. Run ignores it.
+func Signals(ch <-chan int) RunOption { return func(c *runConfig) { c.signals = ch } }
