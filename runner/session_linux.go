@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/runc/libcontainer"
-	"github.com/opencontainers/runc/libcontainer/specconv"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
@@ -35,7 +35,8 @@ type linuxSession struct {
 	ctrl       *os.File // the supervisor's end of the control socket
 	devNull    *os.File
 	oomFile    string // the cgroup file whose oom_kill counter types OOMs
-	unlock     func()
+	// run holds what the set-up steps built and their undo steps.
+	run *linuxRun
 
 	sendMu sync.Mutex
 	nextID atomic.Uint64
@@ -70,6 +71,10 @@ func (r *linuxRunner) StartSession(ctx context.Context, req SessionRequest) (Ses
 
 func (s *linuxSession) start(ctx context.Context, req SessionRequest) error {
 	r := s.r
+	run := &linuxRun{r: r, ph: newPhases(), req: Request{
+		Sandbox: s.sb, Args: []string{"/proc/self/exe", sessionInitArg}, ID: req.ID, Stderr: req.Stderr,
+	}}
+	s.run = run
 	if !r.rootless {
 		prewarmCgroupLock()
 	}
@@ -77,92 +82,41 @@ func (s *linuxSession) start(ctx context.Context, req SessionRequest) error {
 	if err != nil {
 		return fmt.Errorf("%w: mount table: %w", ErrSetup, err)
 	}
-	s.table = table
+	s.table, run.table = table, table
 	if r.rootless && !userNamespacesAvailable() {
 		return fmt.Errorf("%w: user namespaces are disabled on this host, so a rootless session cannot be built; run as root or enable them (sysctl user.max_user_namespaces)", ErrUnenforceable)
 	}
-	if err := table.CheckSources(); err != nil {
-		return fmt.Errorf("%w: %w", ErrSetup, err)
+	// The cold run's set-up steps up to the container; the session's own
+	// process (the fork server) replaces the "process" and "stdio" steps.
+	for _, st := range setupSteps {
+		if st.name == "process" {
+			break
+		}
+		err := st.run(run)
+		s.unenforced = run.res.Unenforced
+		if err != nil {
+			if errors.Is(err, ErrSetup) || errors.Is(err, ErrUnenforceable) {
+				return err
+			}
+			return fmt.Errorf("%w: %s: %w", ErrSetup, st.name, err)
+		}
 	}
-	if err := r.checkStateHidden(s.sb); err != nil {
-		return err
-	}
-	eff, missing, err := r.plan(s.sb)
-	s.unenforced = missing
-	if err != nil {
-		return err
-	}
-	s.eff = eff
-	for _, m := range missing {
-		fmt.Fprintf(writerOr(req.Stderr), "cordon: WARNING: not enforced: %s\n", m)
-	}
-	r.state.reapStale()
-	if !r.rootless {
-		r.state.sweepOrphanCgroups()
-	}
-	s.id = req.ID
-	if s.id == "" {
-		s.id = newRunID()
-	}
-	unlock, err := r.state.begin(s.id)
-	if err != nil {
-		s.id = ""
-		return fmt.Errorf("%w: %w", ErrSetup, err)
-	}
-	s.unlock = unlock
-	created, err := r.state.acquirePlaceholders(s.id, spec.GuardedPaths(eff), func() ([]string, error) {
-		return makePlaceholders(spec.PlaceholderDirs(eff))
-	})
-	if rerr := r.state.writeRecord(runRecord{ID: s.id, PID: os.Getpid(), Placeholders: created}); rerr != nil && err == nil {
-		err = rerr
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrSetup, err)
-	}
+	s.id, s.eff, s.container = run.id, run.eff, run.container
 	return s.launch(ctx)
 }
 
-// launch creates the container and starts the fork server in it.
+// launch starts the fork server in the container created by the set-up
+// steps, runs the started steps, and waits until it is ready.
 func (s *linuxSession) launch(ctx context.Context) error {
-	r, eff := s.r, s.eff
-	proc := spec.Process{Args: []string{"/proc/self/exe", sessionInitArg}, Cwd: s.rootDir(), UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
-	host := ProbeHost()
-	ro := spec.RunOptions{Rootfs: r.state.rootfs(s.id), Rootless: r.rootless, HostUID: uint32(os.Getuid()), HostGID: uint32(os.Getgid()), Hostname: "cordon", Host: &host}
-	if !r.rootless {
-		ro.CgroupsPath = "/cordon/" + s.id
-	}
-	ociSpec, err := spec.ToOCI(eff, proc, ro)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrSetup, err)
-	}
-	config, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
-		CgroupName: s.id, Spec: ociSpec, RootlessEUID: r.rootless, RootlessCgroups: r.rootless,
-	})
-	if err != nil {
-		return fmt.Errorf("%w: libcontainer config: %w", ErrSetup, err)
-	}
-	bpf, err := r.seccompProgram(config.Seccomp)
-	var flags uint
-	if err == nil {
-		flags, err = seccompLoadFlags(config.Seccomp)
-	}
-	if err != nil {
-		return fmt.Errorf("%w: seccomp: %w", ErrSetup, err)
-	}
-	config.Seccomp = nil
-	container, err := libcontainer.Create(r.state.lcRoot(), s.id, config)
-	if err != nil {
-		return fmt.Errorf("%w: create container: %w", ErrSetup, err)
-	}
-	s.container = container
-	lp, err := newProcess(ociSpec.Process)
+	run := s.run
+	lp, err := newProcess(run.oci.Process)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	lp.Init = true
 	// PID 1 needs no environment of its own: each exec brings one. So no
 	// LD_* variable can load code into it.
-	lp.Env = []string{"PATH=" + spec.DefaultPath, seccompEnvValue(bpf, flags)}
+	lp.Env = []string{"PATH=" + spec.DefaultPath, seccompEnvValue(run.bpf, run.seccompFlags)}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("%w: control socket: %w", ErrSetup, err)
@@ -189,16 +143,25 @@ func (s *linuxSession) launch(ctx context.Context) error {
 		stderrW.Close()
 		return fmt.Errorf("%w: %w", ErrSetup, err)
 	}
-	err = container.Run(lp)
+	run.lp = lp
+	err = run.container.Start(lp)
 	stderrW.Close()
 	child.Close()
 	if err != nil {
 		return fmt.Errorf("%w: start: %w", ErrSetup, err)
 	}
+	for _, st := range startedSteps {
+		if err := st.run(run); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrSetup, st.name, err)
+		}
+	}
+	if err := run.container.Exec(); err != nil {
+		return fmt.Errorf("%w: start: %w", ErrSetup, err)
+	}
 	if err := s.awaitReady(ctx, initErr); err != nil {
 		return err
 	}
-	s.oomFile = oomCounterFile(container, eff)
+	s.oomFile = oomCounterFile(run.container, s.eff)
 	go s.watch(lp)
 	return nil
 }
@@ -317,13 +280,16 @@ func (s *linuxSession) teardown() error {
 	if s.devNull != nil {
 		s.devNull.Close()
 	}
-	if s.id == "" || s.unlock == nil {
+	if s.run == nil {
 		return nil
 	}
-	err := s.r.state.cleanup(s.id)
-	s.unlock()
-	if err != nil {
-		return fmt.Errorf("%w: cleanup of session %s: %w", ErrSetup, s.id, err)
+	// The run's undo steps: the container, its cgroups, placeholders and
+	// state directory, then the lock.
+	s.run.teardown()
+	if s.id != "" {
+		if _, err := os.Stat(s.r.state.runDir(s.id)); err == nil {
+			return fmt.Errorf("%w: cleanup of session %s was incomplete", ErrSetup, s.id)
+		}
 	}
 	return nil
 }

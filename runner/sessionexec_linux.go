@@ -51,8 +51,7 @@ func (s *linuxSession) Exec(ctx context.Context, req ExecRequest) (Result, error
 		if gerr := s.Err(); gerr != nil {
 			return goneResult(&res, gerr), gerr
 		}
-		setupFailed(&res, err)
-		return res, nil
+		return SetupFailure(res, err), nil
 	}
 	defer x.close()
 	st, stErr, timedOut, canceled := x.wait(ctx, req)
@@ -105,7 +104,7 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 		lookup = func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 	}
 	env := spec.ProcessEnvFrom(s.sb, lookup)
-	x := &sessionExec{s: s, id: s.nextID.Add(1), tail: NewTailBuffer(stderrTail)}
+	x := &sessionExec{s: s, id: s.nextID.Add(1), tail: NewTailBuffer(StderrTail)}
 	x.stdout = NewCappedWriter(req.Stdout, s.sb.Limits.Output)
 	x.stderr = NewCappedWriter(req.Stderr, s.sb.Limits.Output)
 	msg, err := encodeExec(x.id, req.Detach, cwd, req.Args, env)
@@ -324,7 +323,7 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 		res.FailureType = FailureProcessError
 		res.FailureDetail = "the exec was canceled; the command and every process it started were killed"
 	case st.phase == phaseShim:
-		setupFailed(res, fmt.Errorf("%w: the session could not start the command: %s", ErrSetup, unix.ErrnoName(unix.Errno(st.errno))))
+		*res = SetupFailure(*res, fmt.Errorf("%w: the session could not start the command: %s", ErrSetup, unix.ErrnoName(unix.Errno(st.errno))))
 	case st.phase == phaseChdir:
 		if err := s.table.Check(cwd, false); err != nil && !strings.HasPrefix(cwd, "/tmp") {
 			res.ExitCode = ExitSetupError
@@ -333,7 +332,7 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 			res.FailureDetail = fmt.Sprintf("working directory: %v", err)
 			return
 		}
-		setupFailed(res, fmt.Errorf("%w: cannot change to directory %s: %s", ErrSetup, cwd, unix.Errno(st.errno)))
+		*res = SetupFailure(*res, fmt.Errorf("%w: cannot change to directory %s: %s", ErrSetup, cwd, unix.Errno(st.errno)))
 	case st.phase == phaseExec:
 		res.ExitCode = ExitNotRunnable
 		what := "command cannot be executed in the sandbox"
@@ -349,7 +348,8 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 	case res.ExitCode == 0:
 		res.FailureType = FailureNone
 	default:
-		classifyExit(res, s.table, s.eff, cwd, x.tail.String())
+		*res = Classify(*res, Outcome{ExitCode: res.ExitCode, Signal: res.Signal, Stderr: x.tail.String(), Cwd: cwd},
+			PolicyDenials(s.table, s.eff))
 	}
 }
 
