@@ -2,6 +2,8 @@
 GO      ?= go
 TAGS    ?= seccomp
 BIN     ?= bin/cordon
+TOOLS   ?= $(CURDIR)/bin/tools
+MODULE  := github.com/cordon-run/cordon
 export CGO_ENABLED = 1
 
 .PHONY: help build test unit integration rootless lint cross bench fuzz deps clean
@@ -26,10 +28,16 @@ integration: deps build ## end-to-end tests of the cordon binary and the escape 
 rootless: deps build ## the runner's integration tests and the escape suite again as an unprivileged user (setpriv)
 	bash hack/test-rootless.sh
 
-lint: ## gofmt and go vet (linux and darwin)
+lint: ## gofmt, goimports grouping, go vet and staticcheck (linux and darwin), and the size rules of STYLE.md
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@bash hack/lint-tools.sh $(TOOLS)
+	@out=$$($(TOOLS)/goimports -local $(MODULE) -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then \
+		echo "imports need grouping (standard library, others, then $(MODULE)); fix: $(TOOLS)/goimports -local $(MODULE) -w FILE"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags '$(TAGS)' ./...
 	GOOS=darwin CGO_ENABLED=0 $(GO) vet ./...
+	$(TOOLS)/staticcheck -tags '$(TAGS)' ./...
+	GOOS=darwin CGO_ENABLED=0 $(TOOLS)/staticcheck ./...
+	bash hack/check-size.sh .
 
 cross: ## build for linux and darwin (amd64 and arm64)
 	GOOS=linux GOARCH=amd64 $(GO) build -tags '$(TAGS)' -o /dev/null ./...

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sirupsen/logrus"
 	"io"
 	"sync"
 	"time"
+
+	"github.com/sirupsen/logrus"
 
 	"github.com/cordon-run/cordon/attach"
 	"github.com/cordon-run/cordon/audit"

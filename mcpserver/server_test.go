@@ -3,7 +3,6 @@ package mcpserver_test
 import (
 	"context"
 	"errors"
-	"github.com/cordon-run/cordon/internal/testenv"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/cordon-run/cordon/attach"
 	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/internal/testenv"
 	"github.com/cordon-run/cordon/mcpserver"
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"

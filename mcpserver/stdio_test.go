@@ -2,7 +2,6 @@ package mcpserver_test
 
 import (
 	"context"
-	"github.com/cordon-run/cordon/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/internal/testenv"
 )
 
 // startCordonMCP starts the built cordon binary as `cordon mcp ARGS...` and

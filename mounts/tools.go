@@ -243,7 +243,7 @@ func splitPattern(pattern string) ([]string, error) {
 			continue
 		}
 		if s == ".." {
-			return nil, fmt.Errorf("%w: pattern %q must not contain ..", path.ErrBadPattern, pattern)
+			return nil, fmt.Errorf("%w: pattern %q must not contain a .. segment", path.ErrBadPattern, pattern)
 		}
 		if _, err := path.Match(s, ""); err != nil {
 			return nil, fmt.Errorf("%w: %q", err, pattern)

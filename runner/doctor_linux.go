@@ -4,14 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/opencontainers/cgroups"
 	"golang.org/x/sys/unix"
 )
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // Doctor reports what this host can enforce: whether cordon runs as root,
 // user namespaces, the cgroup version and delegation, seccomp, recursive

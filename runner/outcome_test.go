@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,7 +81,7 @@ func TestClassify(t *testing.T) {
 // TestClassifyErrorsMatchSentinels: a set-up failure's cause is kept, so the
 // detail carries it, and what spec refuses matches runner's sentinel.
 func TestClassifyErrorsMatchSentinels(t *testing.T) {
-	if !errors.Is(spec.ErrUnenforceable, ErrUnenforceable) {
+	if !errors.Is(fmt.Errorf("x: %w", spec.ErrUnenforceable), ErrUnenforceable) {
 		t.Fatal("runner.ErrUnenforceable does not match spec's")
 	}
 	res := SetupFailure(Result{}, errors.New("boom"))

@@ -16,7 +16,7 @@ import (
 
 func seccompSupport() (bool, string) {
 	maj, min, micro := libseccomp.GetLibraryVersion()
-	return true, "libseccomp " + itoa(int(maj)) + "." + itoa(int(min)) + "." + itoa(int(micro)) + " compiled in"
+	return true, fmt.Sprintf("libseccomp %d.%d.%d compiled in", maj, min, micro)
 }
 
 // seccompLibVersion names the libseccomp that compiles filters, for the

@@ -13,10 +13,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cordon-run/cordon/spec"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/spec"
 )
 
 // stateDir lays out cordon's run state:

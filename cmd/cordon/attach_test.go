@@ -1,13 +1,13 @@
 package main
 
 import (
-	"github.com/cordon-run/cordon/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/internal/testenv"
 )
 
 // TestAttachRefused checks --attach refusals through the CLI: each exits 2

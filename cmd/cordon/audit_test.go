@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/cordon-run/cordon/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/internal/testenv"
 	"github.com/cordon-run/cordon/spec"
 )
 

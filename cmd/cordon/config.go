@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -273,5 +272,3 @@ func newFlagSet(name, usage string) *flag.FlagSet {
 	}
 	return fs
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -2,13 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/cordon-run/cordon/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/internal/testenv"
 	"github.com/cordon-run/cordon/runner"
 )
 
