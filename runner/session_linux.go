@@ -206,16 +206,13 @@ func (s *linuxSession) awaitReady(ctx context.Context, initErr *TailBuffer) erro
 func (s *linuxSession) watch(lp *libcontainer.Process) {
 	go func() {
 		b := make([]byte, 64)
-		for {
-			if _, err := s.ctrl.Read(b); err != nil {
-				s.markGone("the sandbox's init exited")
-				return
-			}
-			// Nothing may come after the ready byte: the init is not
-			// trusted to speak, so the session ends.
-			s.kill("the sandbox's init broke the protocol")
+		if _, err := s.ctrl.Read(b); err != nil {
+			s.markGone("the sandbox's init exited")
 			return
 		}
+		// Nothing may come after the ready byte: the init is not
+		// trusted to speak, so the session ends.
+		s.kill("the sandbox's init broke the protocol")
 	}()
 	_, _ = lp.Wait()
 	s.markGone("the sandbox's init exited")
@@ -319,11 +316,4 @@ func oomCounterFile(c *libcontainer.Container, sb *spec.Sandbox) string {
 		return filepath.Join(p, "memory.oom_control")
 	}
 	return ""
-}
-
-func writerOr(w io.Writer) io.Writer {
-	if w != nil {
-		return w
-	}
-	return io.Discard
 }

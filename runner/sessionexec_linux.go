@@ -54,7 +54,7 @@ func (s *linuxSession) Exec(ctx context.Context, req ExecRequest) (Result, error
 		return SetupFailure(res, err), nil
 	}
 	defer x.close()
-	st, stErr, timedOut, canceled := x.wait(ctx, req)
+	st, timedOut, canceled, stErr := x.wait(ctx, req)
 	if stErr != nil && s.Err() == nil {
 		// The shim is gone (killed from inside): nothing tracks what the
 		// command started any more, so the session ends.
@@ -199,7 +199,7 @@ func (s *linuxSession) send(msg []byte, files []*os.File) error {
 
 // wait waits for the shim's status, enforcing the timeout and forwarding
 // signals. It returns the status or why there is none.
-func (x *sessionExec) wait(ctx context.Context, req ExecRequest) (st execStatus, stErr error, timedOut, canceled bool) {
+func (x *sessionExec) wait(ctx context.Context, req ExecRequest) (st execStatus, timedOut, canceled bool, stErr error) {
 	statusC := make(chan struct{})
 	go func() {
 		defer close(statusC)
@@ -227,7 +227,7 @@ func (x *sessionExec) wait(ctx context.Context, req ExecRequest) (st execStatus,
 	for {
 		select {
 		case <-statusC:
-			return st, stErr, timedOut, canceled
+			return st, timedOut, canceled, stErr
 		case <-timeoutC:
 			timedOut, timeoutC = true, nil
 			killTree()
@@ -243,10 +243,10 @@ func (x *sessionExec) wait(ctx context.Context, req ExecRequest) (st execStatus,
 		case <-graceC:
 			x.s.kill(fmt.Sprintf("exec %d did not stop within %s of being killed", x.id, killGrace))
 			<-statusC
-			return st, stErr, timedOut, canceled
+			return st, timedOut, canceled, stErr
 		case <-x.s.gone:
 			<-statusC // the PID namespace is gone, so is the shim
-			return st, stErr, timedOut, canceled
+			return st, timedOut, canceled, stErr
 		}
 	}
 }
