@@ -2,7 +2,6 @@ package darwin
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/cordon-run/cordon/runner"
 )
@@ -27,16 +26,5 @@ var (
 
 // UnenforceableError lists the parts of a sandbox that Seatbelt cannot
 // enforce. Each feature names what is refused, why, and that it works on
-// Linux.
-type UnenforceableError struct {
-	// Features are the refused parts, one sentence each.
-	Features []string
-}
-
-// Error renders every refused feature and the way out.
-func (e *UnenforceableError) Error() string {
-	return "macOS Seatbelt cannot enforce this sandbox: " + strings.Join(e.Features, "; ")
-}
-
-// Is matches ErrUnenforceable (which is runner's and spec's sentinel).
-func (e *UnenforceableError) Is(target error) bool { return target == ErrUnenforceable }
+// Linux. It is runner's type: every backend refuses alike.
+type UnenforceableError = runner.UnenforceableError

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -77,8 +78,8 @@ func Profile(sb *spec.Sandbox, opts ProfileOptions) (string, error) {
 	if err := checkSandboxStrings(sb); err != nil {
 		return "", err
 	}
-	if refused, _ := Unsupported(sb); len(refused) > 0 {
-		return "", &UnenforceableError{Features: refused}
+	if err := runner.Enforce(runner.BackendSeatbelt, sb).Err(); err != nil {
+		return "", err
 	}
 	tag := opts.Tag
 	if tag == "" {

@@ -47,20 +47,18 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 		return runner.Result{}, fmt.Errorf("%w: no command", ErrBadRequest)
 	}
 	sb := req.Sandbox
-	refused, degraded := Unsupported(sb)
+	enf := runner.Enforce(runner.BackendSeatbelt, sb)
+	degraded := enf.UnenforcedDetails()
 	fail := func(err error) (runner.Result, error) {
 		return runner.SetupFailure(newResult(sb, degraded, time.Since(start)), err), nil
 	}
-	if len(refused) > 0 {
-		return fail(&UnenforceableError{Features: refused})
+	if err := enf.Err(); err != nil {
+		return fail(err)
 	}
-	if len(degraded) > 0 {
-		for _, d := range degraded {
-			if req.Stderr != nil {
-				fmt.Fprintf(req.Stderr, "cordon: WARNING: not enforced: %s\n", d)
-			}
+	for _, d := range degraded {
+		if req.Stderr != nil {
+			fmt.Fprintf(req.Stderr, "cordon: WARNING: not enforced: %s\n", d)
 		}
-		logrus.WithField("unenforced", degraded).Debug("seatbelt: running with degraded enforcement")
 	}
 
 	tmpHost, err := os.MkdirTemp("", "cordon-")
@@ -69,7 +67,7 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 	}
 	defer os.RemoveAll(tmpHost)
 	tmp := Canonicalize(tmpHost)
-	runSb := withTempDir(sb, tmp)
+	runSb := withTempDir(enf.Sandbox, tmp)
 	tag := NewTag()
 	profile, err := Profile(runSb, ProfileOptions{Tag: tag})
 	if err != nil {

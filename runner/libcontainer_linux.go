@@ -49,13 +49,18 @@ func (r *linuxRunner) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("%w: a sandbox and a command are required", ErrBadRequest)
 	}
 	sum := spec.Summarize(req.Sandbox)
-	res := Result{Backend: "libcontainer", FailureType: FailureNone, Sandbox: &sum}
-	if r.rootless {
-		res.Backend = "libcontainer-rootless"
-	}
+	res := Result{Backend: string(r.backend()), FailureType: FailureNone, Sandbox: &sum}
 	res = r.run(ctx, req, res)
 	res.DurationMS = time.Since(start).Milliseconds()
 	return res, nil
+}
+
+// backend names this runner in the table of what backends cannot enforce.
+func (r *linuxRunner) backend() Backend {
+	if r.rootless {
+		return BackendRootless
+	}
+	return BackendLibcontainer
 }
 
 // linuxRun is one run while it is set up, supervised and torn down. The
@@ -77,6 +82,7 @@ type linuxRun struct {
 	cwd  string
 	host spec.Host
 
+	specPlan     *spec.Plan
 	oci          *specs.Spec
 	config       *configs.Config
 	bpf          []byte

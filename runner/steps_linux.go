@@ -27,7 +27,7 @@ type setupStep struct {
 // setupSteps build a sandbox, in order, before anything of the command
 // runs. A feature that must act on the sandbox adds its step here, at the
 // one place where the order is visible: a step that edits the OCI spec goes
-// after "oci", one that edits libcontainer's config (cgroup delegation)
+// after "plan", one that edits libcontainer's config (cgroup delegation)
 // after "config", one that hands the process an extra descriptor (a
 // seccomp-notify or fork-server socket) after "process".
 var setupSteps = []setupStep{
@@ -35,7 +35,6 @@ var setupSteps = []setupStep{
 	{"plan", (*linuxRun).plan},
 	{"state", (*linuxRun).beginState},
 	{"placeholders", (*linuxRun).placeholders},
-	{"oci", (*linuxRun).translate},
 	{"config", (*linuxRun).libcontainerConfig},
 	{"seccomp", (*linuxRun).seccomp},
 	{"create", (*linuxRun).create},
@@ -49,40 +48,17 @@ var setupSteps = []setupStep{
 // command starts (a tun device and its network stack) goes here.
 var startedSteps []setupStep
 
-// preflight refuses what must never be run: a mount source reached through
-// a symlink the sandbox could have planted, and a mount that would show
-// cordon's own state directory.
+// preflight refuses what must never be run (a mount source reached through
+// a symlink the sandbox could have planted, a mount that would show
+// cordon's own state directory), reaps what crashed runs left, so that the
+// plan sees the host as it will be, and names the run.
 func (run *linuxRun) preflight() error {
 	if err := run.table.CheckSources(); err != nil {
 		return err
 	}
-	return run.r.checkStateHidden(run.req.Sandbox)
-}
-
-// plan decides what of the sandbox this host enforces; a part it cannot
-// enforce is refused, or, when the sandbox allows it, dropped (never
-// widened) and reported.
-func (run *linuxRun) plan() error {
-	eff, missing, err := run.r.plan(run.req.Sandbox)
-	run.res.Unenforced = missing
-	if err != nil {
+	if err := run.r.checkStateHidden(run.req.Sandbox); err != nil {
 		return err
 	}
-	for _, m := range missing {
-		run.warn("WARNING: not enforced: %s", m)
-	}
-	run.eff = eff
-	run.cwd = run.req.Dir
-	if run.cwd == "" {
-		run.cwd = eff.Root
-	}
-	run.host = ProbeHost()
-	return nil
-}
-
-// beginState reaps what crashed runs left, then takes this run's state
-// directory; it is removed when the run ends.
-func (run *linuxRun) beginState() error {
 	st := run.r.state
 	st.reapStale()
 	if !run.r.rootless {
@@ -92,6 +68,36 @@ func (run *linuxRun) beginState() error {
 	if run.id == "" {
 		run.id = newRunID()
 	}
+	return nil
+}
+
+// plan decides what of the sandbox this backend enforces and translates
+// the rest, in one call (Plan): a part it cannot enforce is refused, or,
+// when the sandbox allows it, dropped (never widened) and reported.
+func (run *linuxRun) plan() error {
+	req, r := run.req, run.r
+	run.host = ProbeHost()
+	run.cwd = req.Dir
+	if run.cwd == "" {
+		run.cwd = req.Sandbox.Root
+	}
+	p, enf, err := Plan(r.backend(), req.Sandbox, process(req.Args, run.cwd, req.TTY),
+		runOptions(r.backend(), run.id, r.state.rootfs(run.id), run.host))
+	run.res.Unenforced = enf.UnenforcedDetails()
+	if err != nil {
+		return err
+	}
+	for _, m := range run.res.Unenforced {
+		run.warn("WARNING: not enforced: %s", m)
+	}
+	run.specPlan, run.eff, run.oci = p, enf.Sandbox, p.Spec
+	return nil
+}
+
+// beginState takes this run's state directory; it is removed when the run
+// ends.
+func (run *linuxRun) beginState() error {
+	st := run.r.state
 	unlock, err := st.begin(run.id)
 	if err != nil {
 		return err
@@ -109,39 +115,18 @@ func (run *linuxRun) beginState() error {
 
 // placeholders creates the missing deny and protect paths the guards need
 // (shared with concurrent runs), and records them before anything else can
-// fail, so a crash cannot strand them.
+// fail, so a crash cannot strand them. The list is read again under the
+// registry's lock: a concurrent run may have removed a placeholder of its
+// own that this run's plan found in place.
 func (run *linuxRun) placeholders() error {
 	st := run.r.state
-	created, err := st.acquirePlaceholders(run.id, spec.GuardedPaths(run.eff), func() ([]string, error) {
+	created, err := st.acquirePlaceholders(run.id, run.specPlan.Guarded, func() ([]string, error) {
 		return makePlaceholders(spec.PlaceholderDirs(run.eff))
 	})
 	if rerr := st.writeRecord(runRecord{ID: run.id, PID: os.Getpid(), Placeholders: created}); rerr != nil && err == nil {
 		err = rerr
 	}
 	return err
-}
-
-// translate builds the OCI spec of the effective sandbox.
-func (run *linuxRun) translate() error {
-	req, r := run.req, run.r
-	proc := spec.Process{Args: req.Args, Cwd: run.cwd, UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Terminal: req.TTY}
-	ro := spec.RunOptions{
-		Rootfs:   r.state.rootfs(run.id),
-		Rootless: r.rootless,
-		HostUID:  uint32(os.Getuid()),
-		HostGID:  uint32(os.Getgid()),
-		Hostname: "cordon",
-		Host:     &run.host,
-	}
-	if !r.rootless {
-		ro.CgroupsPath = "/cordon/" + run.id
-	}
-	s, err := spec.ToOCI(run.eff, proc, ro)
-	if err != nil {
-		return err
-	}
-	run.oci = s
-	return nil
 }
 
 // libcontainerConfig converts the OCI spec to libcontainer's config.
@@ -223,42 +208,6 @@ func (run *linuxRun) stdio() error {
 	run.io = s
 	run.onEnd(s.close)
 	return nil
-}
-
-// plan decides what of sb this host enforces. It returns the sandbox to
-// build (narrowed where degradation drops a feature: never widened), the
-// parts not enforced, and an error when something cannot be enforced and
-// the sandbox requires OS enforcement.
-func (r *linuxRunner) plan(sb *spec.Sandbox) (*spec.Sandbox, []string, error) {
-	eff := *sb
-	var missing []string
-	if sb.Network.Enabled && len(sb.Network.Allow) > 0 {
-		missing = append(missing, "network allow list ("+strings.Join(sb.Network.Allow, ", ")+
-			"): cordon has no egress proxy yet, so the network stays off")
-		eff.Network = spec.Network{}
-	}
-	if r.rootless {
-		var lim []string
-		if sb.Limits.Memory > 0 {
-			lim = append(lim, "memory")
-		}
-		if sb.Limits.Pids > 0 {
-			lim = append(lim, "pids")
-		}
-		if sb.Limits.CPUs > 0 {
-			lim = append(lim, "cpus")
-		}
-		if len(lim) > 0 {
-			missing = append(missing, "limits "+strings.Join(lim, ", ")+
-				": rootless runs have no cgroup to enforce them (run as root)")
-			eff.Limits.Memory, eff.Limits.Pids, eff.Limits.CPUs = 0, 0, 0
-		}
-	}
-	if len(missing) > 0 && sb.RequireOSSandbox {
-		return nil, missing, fmt.Errorf("%w: %s; set require_os_sandbox: false to run without them (cordon then reports what was not enforced)",
-			ErrUnenforceable, strings.Join(missing, "; "))
-	}
-	return &eff, missing, nil
 }
 
 // checkStateHidden refuses a sandbox that would show cordon's state

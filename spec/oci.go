@@ -31,8 +31,8 @@ const (
 	// sandbox's canonical JSON.
 	AnnotationSandboxDigest = AnnotationPrefix + "sandbox-digest"
 	// AnnotationUnenforced lists, as a JSON list, the parts of the sandbox
-	// the spec does not enforce ("network.allow"); it is set only when that
-	// list is not empty, which require_os_sandbox: false allows.
+	// that are not enforced ("network.allow", "limits"); it is set only when
+	// that list is not empty, which require_os_sandbox: false allows.
 	AnnotationUnenforced = AnnotationPrefix + "unenforced"
 )
 
@@ -98,6 +98,10 @@ type RunOptions struct {
 	// Host is what the runner probed of the kernel that will run the
 	// sandbox; nil means ModernHost.
 	Host *Host
+	// Unenforced are the keys of the parts of the sandbox the backend does
+	// not enforce (runner.Enforcement.UnenforcedKeys), recorded in
+	// AnnotationUnenforced.
+	Unenforced []string
 }
 
 // Host is what the translation needs to know of the kernel that will run
@@ -181,10 +185,11 @@ func currentHost(host *Host) hostInfo {
 // limits and rlimits, and runs proc with no capabilities, no_new_privs and
 // Docker's default seccomp profile. opts are applied last.
 //
-// Every problem is reported at once. A network allow list is an error
-// wrapping ErrUnenforceable unless sb.RequireOSSandbox is false; then the
-// spec keeps the network namespace (no network at all: narrower, never
-// wider) and lists "network.allow" in AnnotationUnenforced.
+// Every problem is reported at once. What the backend cannot enforce is
+// decided by the backend (runner.Enforce), never here: a network allow list
+// that reaches the translation keeps the network namespace (no network at
+// all: narrower, never wider) and is listed as "network.allow" in
+// AnnotationUnenforced, with RunOptions.Unenforced.
 func ToOCI(sb *Sandbox, proc Process, ro RunOptions, opts ...Opt) (*specs.Spec, error) {
 	return toOCI(sb, proc, ro, currentHost(ro.Host), opts...)
 }
@@ -208,18 +213,16 @@ func toOCI(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) (*
 	}
 
 	namespaces := []specs.LinuxNamespaceType{specs.MountNamespace, specs.PIDNamespace, specs.IPCNamespace, specs.UTSNamespace}
-	var unenforced []string
+	unenforced := slices.Clone(ro.Unenforced)
 	switch {
 	case !sb.Network.Enabled:
 		namespaces = append(namespaces, specs.NetworkNamespace)
-	case len(sb.Network.Allow) > 0 && sb.RequireOSSandbox:
-		problems = append(problems, fmt.Errorf(
-			"network allow list [%s] cannot be enforced: a network namespace gives all hosts or none; "+
-				"use network: true or network: false, or set require_os_sandbox: false to run with no network: %w",
-			strings.Join(sb.Network.Allow, ", "), ErrUnenforceable))
 	case len(sb.Network.Allow) > 0:
+		// A network namespace gives all hosts or none.
 		namespaces = append(namespaces, specs.NetworkNamespace)
-		unenforced = append(unenforced, "network.allow")
+		if !slices.Contains(unenforced, "network.allow") {
+			unenforced = append(unenforced, "network.allow")
+		}
 	}
 	if h.cgroupNS {
 		namespaces = append(namespaces, specs.CgroupNamespace)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/cordon-run/cordon/darwin"
 	"github.com/cordon-run/cordon/runner"
-	"github.com/cordon-run/cordon/spec"
 )
 
 func init() {
@@ -46,28 +45,17 @@ func specMain(args []string) int {
 	if len(argv) == 0 {
 		argv = []string{"sh"}
 	}
-	cwd := sb.Root
-	if cwd == "" {
-		cwd = "/"
-	}
-	rootless := os.Geteuid() != 0
-	host := runner.ProbeHost()
-	ro := spec.RunOptions{
-		Rootfs:   "/run/cordon/runs/ID/rootfs",
-		Rootless: rootless,
-		HostUID:  uint32(os.Getuid()),
-		HostGID:  uint32(os.Getgid()),
-		Hostname: "cordon",
-		Host:     &host,
-	}
-	if !rootless {
-		ro.CgroupsPath = "/cordon/ID"
-	}
-	s, err := spec.ToOCI(sb, spec.Process{Args: argv, Cwd: cwd, UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}, ro)
+	// The plan a run would use: the runner's table of what this backend
+	// cannot enforce decides the fallbacks, so the spec shows them.
+	plan, enf, err := runner.SpecPlan(sb, argv)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		return exitConfig
 	}
+	for _, m := range enf.UnenforcedDetails() {
+		fmt.Fprintf(os.Stderr, "cordon: WARNING: not enforced: %s\n", m)
+	}
+	s := plan.Spec
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(s); err != nil {

@@ -1,0 +1,140 @@
+package runner
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/cordon-run/cordon/spec"
+)
+
+// TestEnforce is the one table of what each backend cannot enforce: with
+// require_os_sandbox a gap is refused; without it, it is dropped from the
+// sandbox the backend builds (narrower, never wider) and reported, except
+// the parts whose dropping would change what the sandbox means.
+func TestEnforce(t *testing.T) {
+	allow := func(s *spec.Sandbox) { s.Network = spec.Network{Enabled: true, Allow: []string{"github.com:443"}} }
+	limits := func(s *spec.Sandbox) { s.Limits = spec.Limits{Memory: 1 << 30, Pids: 100, CPUs: 1.5, Timeout: 5e9} }
+	remap := func(s *spec.Sandbox) { s.Mounts = []spec.Mount{{Source: "/src/cache", Target: "/cache"}} }
+	tests := []struct {
+		name              string
+		b                 Backend
+		mod               func(*spec.Sandbox)
+		require           bool
+		refused, degraded []string // keys
+		mention           string
+	}{
+		{"plain", BackendLibcontainer, func(*spec.Sandbox) {}, true, nil, nil, ""},
+		{"root allow list refused", BackendLibcontainer, allow, true, []string{"network.allow"}, nil, "egress proxy"},
+		{"root allow list dropped", BackendLibcontainer, allow, false, nil, []string{"network.allow"}, "network stays off"},
+		{"root enforces limits", BackendLibcontainer, limits, true, nil, nil, ""},
+		{"rootless limits refused", BackendRootless, limits, true, []string{"limits"}, nil, "memory, pids, cpus"},
+		{"rootless limits dropped", BackendRootless, limits, false, nil, []string{"limits"}, "no cgroup"},
+		{"libcontainer remaps mounts", BackendRootless, remap, true, nil, nil, ""},
+		{"seatbelt remap always refused", BackendSeatbelt, remap, false, []string{"mounts.target"}, nil, "cannot remap"},
+		{"seatbelt limits one by one", BackendSeatbelt, limits, true, []string{"limits", "limits", "limits"}, nil, "set require_os_sandbox: false"},
+		{"seatbelt limits dropped", BackendSeatbelt, limits, false, nil, []string{"limits", "limits", "limits"}, "not enforced on macOS"},
+		{"seatbelt unicode", BackendSeatbelt, func(s *spec.Sandbox) { s.Deny = []string{s.Root + "/café"} }, false, []string{"names.unicode"}, nil, "Unicode"},
+		{"seatbelt ascii below a unicode root", BackendSeatbelt, func(s *spec.Sandbox) { s.Root = "/Users/josé/p"; s.Deny = []string{"/Users/josé/p/.env"} }, true, nil, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sb := &spec.Sandbox{Root: "/w", System: spec.System{Kind: spec.SystemHost}, RequireOSSandbox: tt.require}
+			tt.mod(sb)
+			before := sb.Clone()
+			e := Enforce(tt.b, sb)
+			keys := func(gs []Gap) []string {
+				var out []string
+				for _, g := range gs {
+					out = append(out, g.Key)
+				}
+				return out
+			}
+			if !slices.Equal(keys(e.Refused), tt.refused) || !slices.Equal(keys(e.Unenforced), tt.degraded) {
+				t.Fatalf("refused %v, unenforced %v; want %v and %v", e.Refused, e.Unenforced, tt.refused, tt.degraded)
+			}
+			all := strings.Join(append(e.RefusedDetails(), e.UnenforcedDetails()...), "\n")
+			if !strings.Contains(all, tt.mention) {
+				t.Errorf("%q does not mention %q", all, tt.mention)
+			}
+			err := e.Err()
+			var ue *UnenforceableError
+			if (err != nil) != (len(tt.refused) > 0) || (err != nil && (!errors.Is(err, ErrUnenforceable) || !errors.As(err, &ue) || len(ue.Features) != len(tt.refused))) {
+				t.Errorf("Err() = %v", err)
+			}
+			if !sameSandbox(sb, before) {
+				t.Error("Enforce changed the caller's sandbox")
+			}
+			if slices.Contains(tt.degraded, "network.allow") && e.Sandbox.Network.Enabled {
+				t.Error("a dropped allow list left the network on")
+			}
+			if slices.Contains(tt.degraded, "limits") && tt.b == BackendRootless && (e.Sandbox.Limits.Memory != 0 || e.Sandbox.Limits.Timeout == 0) {
+				t.Errorf("limits after dropping: %+v", e.Sandbox.Limits)
+			}
+		})
+	}
+	if e := Enforce(BackendSeatbelt, nil); e.Sandbox != nil || e.Err() != nil {
+		t.Error("a nil sandbox")
+	}
+}
+
+func sameSandbox(a, b *spec.Sandbox) bool {
+	da, _ := spec.SandboxDigest(a)
+	db, _ := spec.SandboxDigest(b)
+	return da == db
+}
+
+// TestUnenforceableErrorMessages: a Linux refusal names the way out once; a
+// Seatbelt refusal's sentences carry their own.
+func TestUnenforceableErrorMessages(t *testing.T) {
+	sb := &spec.Sandbox{Root: "/w", RequireOSSandbox: true, Network: spec.Network{Enabled: true, Allow: []string{"a.org"}}}
+	msg := Enforce(BackendLibcontainer, sb).Err().Error()
+	if !strings.HasPrefix(msg, "this Linux host cannot enforce this sandbox: network allow list (a.org)") || !strings.HasSuffix(msg, "(cordon then reports what was not enforced)") {
+		t.Errorf("linux message %q", msg)
+	}
+	msg = Enforce(BackendSeatbelt, sb).Err().Error()
+	if !strings.HasPrefix(msg, "macOS Seatbelt cannot enforce this sandbox: network allow list (a.org): Seatbelt") || strings.Count(msg, "require_os_sandbox") != 1 {
+		t.Errorf("seatbelt message %q", msg)
+	}
+	if l := Limitations(BackendRootless); len(l) != 2 || !strings.HasPrefix(l[1], "limits: ") {
+		t.Errorf("Limitations(rootless) = %q", l)
+	}
+}
+
+// TestPlan: one call refuses (and builds no spec) or drops and translates,
+// recording what was dropped in the spec.
+func TestPlan(t *testing.T) {
+	sb := &spec.Sandbox{Root: t.TempDir(), System: spec.System{Kind: spec.SystemNone}, RequireOSSandbox: true,
+		Network: spec.Network{Enabled: true, Allow: []string{"a.org"}}, Limits: spec.Limits{Memory: 64 << 20}}
+	host := spec.ModernHost()
+	ro := runOptions(BackendRootless, "x", "/run/x/rootfs", host)
+	p, e, err := Plan(BackendRootless, sb, process([]string{"true"}, sb.Root, false), ro)
+	if !errors.Is(err, ErrUnenforceable) || p != nil || len(e.Refused) != 2 {
+		t.Fatalf("plan %v, refused %v, err %v; want a refusal of both and no plan", p, e.Refused, err)
+	}
+	sb.RequireOSSandbox = false
+	p, e, err = Plan(BackendRootless, sb, process([]string{"true"}, sb.Root, false), ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.Unenforced, []string{"network.allow", "limits"}) || p.Spec.Annotations[spec.AnnotationNetwork] != "off" {
+		t.Errorf("unenforced %v, network %q", p.Unenforced, p.Spec.Annotations[spec.AnnotationNetwork])
+	}
+	if !slices.ContainsFunc(p.Spec.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.NetworkNamespace }) {
+		t.Error("no network namespace")
+	}
+	if r := p.Spec.Linux.Resources; r != nil && r.Memory != nil && r.Memory.Limit != nil {
+		t.Error("a rootless spec carries a memory limit no cgroup enforces")
+	}
+	if len(e.UnenforcedDetails()) != 2 {
+		t.Errorf("details %v", e.UnenforcedDetails())
+	}
+	// `cordon spec` prints this user's plan.
+	sp, _, err := SpecPlan(sb, []string{"sh"})
+	if err != nil || !slices.Contains(sp.Unenforced, "network.allow") || sp.Spec.Process.Cwd != sb.Root {
+		t.Errorf("SpecPlan = %+v, %v", sp, err)
+	}
+}

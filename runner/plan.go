@@ -1,0 +1,66 @@
+package runner
+
+import (
+	"os"
+
+	"github.com/cordon-run/cordon/spec"
+)
+
+// Plan decides what Linux backend b builds of sb and translates it, in one
+// call: the table of what b cannot enforce refuses those parts, or, when
+// the sandbox allows degradation, drops them (narrower, never wider); the
+// sandbox that is left becomes the spec. The Enforcement says what was
+// dropped, for the warnings and Result.Unenforced. Runs and `cordon spec`
+// both call it, so the printed spec is the one a run would use.
+func Plan(b Backend, sb *spec.Sandbox, proc spec.Process, ro spec.RunOptions) (*spec.Plan, Enforcement, error) {
+	enf := Enforce(b, sb)
+	if err := enf.Err(); err != nil {
+		return nil, enf, err
+	}
+	ro.Unenforced = enf.UnenforcedKeys()
+	p, err := spec.NewPlan(enf.Sandbox, proc, ro)
+	return p, enf, err
+}
+
+// LocalBackend is the Linux backend this process runs: rootless unless it
+// is root.
+func LocalBackend() Backend {
+	if os.Geteuid() != 0 {
+		return BackendRootless
+	}
+	return BackendLibcontainer
+}
+
+// runOptions are the RunOptions of run id of backend b on a host with
+// facts host, whose root is the empty directory rootfs.
+func runOptions(b Backend, id, rootfs string, host spec.Host) spec.RunOptions {
+	ro := spec.RunOptions{
+		Rootfs:   rootfs,
+		Rootless: b == BackendRootless,
+		HostUID:  uint32(os.Getuid()),
+		HostGID:  uint32(os.Getgid()),
+		Hostname: spec.DefaultHostname,
+		Host:     &host,
+	}
+	if !ro.Rootless {
+		ro.CgroupsPath = "/cordon/" + id
+	}
+	return ro
+}
+
+// process is the command of a run as this user, in cwd.
+func process(args []string, cwd string, tty bool) spec.Process {
+	return spec.Process{Args: args, Cwd: cwd, UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Terminal: tty}
+}
+
+// SpecPlan is the plan `cordon spec` prints for a run of args in sb: the
+// same Plan a run by this user on this host would use (its backend, the
+// kernel facts ProbeHost reads), with "ID" standing for the run's id.
+func SpecPlan(sb *spec.Sandbox, args []string) (*spec.Plan, Enforcement, error) {
+	cwd := "/"
+	if sb != nil && sb.Root != "" {
+		cwd = sb.Root
+	}
+	b := LocalBackend()
+	return Plan(b, sb, process(args, cwd, false), runOptions(b, "ID", "/run/cordon/runs/ID/rootfs", ProbeHost()))
+}

@@ -1,0 +1,90 @@
+package spec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Plan is everything a backend needs to build one sandbox, from one
+// translation: the spec, the host directories to create first, the host
+// paths the guards rely on, and what is not enforced.
+type Plan struct {
+	// Spec is the OCI runtime spec.
+	Spec *specs.Spec
+	// Placeholders are the missing deny and protect paths inside writable
+	// mounts (see PlaceholderDirs). The spec already guards them as the
+	// empty directories the runner must create before the run.
+	Placeholders []Placeholder
+	// Guarded are the host paths the guards rely on (see GuardedPaths).
+	Guarded []string
+	// Unenforced are the keys of the parts of the sandbox that are not
+	// enforced, as AnnotationUnenforced lists them.
+	Unenforced []string
+}
+
+// NewPlan translates sb into the plan of a run of proc: ToOCI's spec, built
+// as it will be once the placeholders exist, with the placeholders, the
+// guarded paths and what is not enforced. A backend calls it once.
+func NewPlan(sb *Sandbox, proc Process, ro RunOptions, opts ...Opt) (*Plan, error) {
+	return newPlan(sb, proc, ro, currentHost(ro.Host), opts...)
+}
+
+func newPlan(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) (*Plan, error) {
+	if sb == nil {
+		return nil, errors.New("oci: no sandbox")
+	}
+	phs := placeholders(sb, h.lstat)
+	h.lstat = withPlaceholders(h.lstat, phs)
+	s, err := toOCI(sb, proc, ro, h, opts...)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Spec: s, Placeholders: phs, Guarded: GuardedPaths(sb)}
+	if u, ok := s.Annotations[AnnotationUnenforced]; ok {
+		if err := json.Unmarshal([]byte(u), &p.Unenforced); err != nil {
+			return nil, fmt.Errorf("annotations: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// withPlaceholders wraps lstat so that the directories the runner will
+// create for phs (each placeholder and its missing parents) look like the
+// empty directories they will be; every other answer is lstat's.
+func withPlaceholders(lstat func(string) (fs.FileInfo, error), phs []Placeholder) func(string) (fs.FileInfo, error) {
+	if len(phs) == 0 {
+		return lstat
+	}
+	dirs := map[string]bool{}
+	for _, ph := range phs {
+		cur := ph.Zone
+		for _, name := range strings.Split(ph.Rel, "/") {
+			cur = filepath.Join(cur, name)
+			dirs[cur] = true
+		}
+	}
+	return func(p string) (fs.FileInfo, error) {
+		fi, err := lstat(p)
+		if err != nil && dirs[p] && errors.Is(err, fs.ErrNotExist) {
+			return placeholderInfo(filepath.Base(p)), nil
+		}
+		return fi, err
+	}
+}
+
+// placeholderInfo describes a placeholder directory that does not exist yet.
+type placeholderInfo string
+
+func (n placeholderInfo) Name() string     { return string(n) }
+func (placeholderInfo) Size() int64        { return 0 }
+func (placeholderInfo) Mode() fs.FileMode  { return fs.ModeDir | 0o755 }
+func (placeholderInfo) ModTime() time.Time { return time.Time{} }
+func (placeholderInfo) IsDir() bool        { return true }
+func (placeholderInfo) Sys() any           { return nil }
