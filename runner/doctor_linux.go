@@ -60,7 +60,7 @@ func Doctor() []Capability {
 		true:  "overlayfs available: libcontainer runs its init from a sealed overlay of the binary",
 		false: "no overlayfs: libcontainer copies the binary to a sealed memfd for each run (slower)",
 	}[ovl]})
-	return caps
+	return append(caps, limitationCaps(LocalBackend())...)
 }
 
 func delegation() string {

@@ -262,6 +262,17 @@ func Limitations(b Backend) []string {
 	return out
 }
 
+// limitationCaps are b's rows of the table as doctor reports them.
+func limitationCaps(b Backend) []Capability {
+	var caps []Capability
+	for _, rule := range gapTable {
+		if slices.Contains(rule.backends, b) {
+			caps = append(caps, Capability{Name: "not enforced: " + rule.key, OK: false, Detail: rule.summary + " (" + string(b) + ")"})
+		}
+	}
+	return caps
+}
+
 // UnenforceableError lists the parts of a sandbox a backend cannot enforce.
 // It matches ErrUnenforceable.
 type UnenforceableError struct {

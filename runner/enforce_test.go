@@ -102,6 +102,9 @@ func TestUnenforceableErrorMessages(t *testing.T) {
 	if l := Limitations(BackendRootless); len(l) != 2 || !strings.HasPrefix(l[1], "limits: ") {
 		t.Errorf("Limitations(rootless) = %q", l)
 	}
+	if c := limitationCaps(BackendSeatbelt); len(c) != 5 || c[0].OK || c[0].Name != "not enforced: network.allow" {
+		t.Errorf("limitationCaps(seatbelt) = %+v", c)
+	}
 }
 
 // TestPlan: one call refuses (and builds no spec) or drops and translates,
