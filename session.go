@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/cordon-run/cordon/runner"
@@ -20,14 +19,8 @@ import (
 // the session-wide cgroup limits are shared between commands. A Session is
 // safe for concurrent use.
 type Session struct {
-	sb  *Sandbox
-	rs  runner.Session
-	cfg spec.Session
-
-	mu      sync.Mutex
-	running int
-	idle    *time.Timer
-	reason  string // why the session stopped itself, "" while it runs
+	sb *Sandbox
+	rs runner.Session
 }
 
 // SessionOption adjusts a session as it starts.
@@ -73,49 +66,12 @@ func (s *Sandbox) StartSession(ctx context.Context, opts ...SessionOption) (*Ses
 	if err := s.p.log.Session(s.sb); err != nil {
 		return nil, fmt.Errorf("the session was not started: %w", err)
 	}
-	rs, err := st.StartSession(ctx, runner.SessionRequest{Sandbox: s.sb, ID: c.id})
+	rs, err := st.StartSession(ctx, runner.SessionRequest{Sandbox: s.sb, ID: c.id,
+		IdleTimeout: c.bounds.IdleTimeout, MaxLifetime: c.bounds.MaxLifetime})
 	if err != nil {
 		return nil, err
 	}
-	ss := &Session{sb: s, rs: rs, cfg: c.bounds}
-	ss.mu.Lock()
-	ss.armIdle()
-	ss.mu.Unlock()
-	if c.bounds.MaxLifetime > 0 {
-		life := time.AfterFunc(c.bounds.MaxLifetime, func() {
-			ss.stopSelf(false, fmt.Sprintf("it reached its maximum lifetime of %s (session.max_lifetime)", c.bounds.MaxLifetime))
-		})
-		go func() { <-rs.Done(); life.Stop() }()
-	}
-	return ss, nil
-}
-
-// armIdle starts the idle timer; s.mu is held.
-func (s *Session) armIdle() {
-	if s.cfg.IdleTimeout <= 0 || s.running > 0 || s.reason != "" {
-		return
-	}
-	d := s.cfg.IdleTimeout
-	if s.idle == nil {
-		s.idle = time.AfterFunc(d, func() {
-			s.stopSelf(true, fmt.Sprintf("it was idle for %s (session.idle_timeout)", d))
-		})
-		return
-	}
-	s.idle.Reset(d)
-}
-
-func (s *Session) stopSelf(idle bool, reason string) {
-	s.mu.Lock()
-	if idle && s.running > 0 {
-		s.mu.Unlock() // an exec started as the idle timer fired
-		return
-	}
-	if s.reason == "" {
-		s.reason = reason
-	}
-	s.mu.Unlock()
-	_ = s.rs.Close()
+	return &Session{sb: s, rs: rs}, nil
 }
 
 // ID is the session's sandbox id.
@@ -129,18 +85,7 @@ func (s *Session) Done() <-chan struct{} { return s.rs.Done() }
 
 // Err is nil while the session runs; then a *runner.SessionGoneError
 // (matching runner.ErrSessionGone) that says why it ended.
-func (s *Session) Err() error {
-	err := s.rs.Err()
-	if err == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.reason != "" {
-		return &runner.SessionGoneError{Session: s.ID(), Reason: "stopped itself: " + s.reason}
-	}
-	return err
-}
+func (s *Session) Err() error { return s.rs.Err() }
 
 // Exec runs args in the session and returns its typed result, with the
 // same exit codes and failure types as Run, plus session_gone when the
@@ -156,18 +101,6 @@ func (s *Session) Exec(ctx context.Context, args []string, opts ...RunOption) (r
 	if err := s.Err(); err != nil {
 		return goneResult(err), err
 	}
-	s.mu.Lock()
-	s.running++
-	if s.idle != nil {
-		s.idle.Stop()
-	}
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.running--
-		s.armIdle()
-		s.mu.Unlock()
-	}()
 	run, err := s.sb.p.log.Start(s.sb.sb, args, s.sb.table)
 	if err != nil {
 		return setupResult(err), fmt.Errorf("the command was not started: %w", err)
@@ -176,13 +109,6 @@ func (s *Session) Exec(ctx context.Context, args []string, opts ...RunOption) (r
 		Args: args, Dir: c.req.Dir, Env: c.env, Stdin: c.req.Stdin, Stdout: c.req.Stdout, Stderr: c.req.Stderr,
 		Timeout: c.req.Timeout, Detach: c.detach, Signals: c.signals,
 	})
-	if errors.Is(err, runner.ErrSessionGone) {
-		// Say why, when the session stopped itself.
-		if gerr := s.Err(); gerr != nil {
-			err = gerr
-			res.FailureDetail = gerr.Error()
-		}
-	}
 	if aerr := run.Finish(res); aerr != nil {
 		return res, errors.Join(err, fmt.Errorf("the command ran but its result could not be recorded: %w", aerr))
 	}
@@ -191,14 +117,7 @@ func (s *Session) Exec(ctx context.Context, args []string, opts ...RunOption) (r
 
 // Close ends the session: the sandbox and every process in it, and
 // everything it left on the host. Later execs fail with session_gone.
-func (s *Session) Close() error {
-	s.mu.Lock()
-	if s.idle != nil {
-		s.idle.Stop()
-	}
-	s.mu.Unlock()
-	return s.rs.Close()
-}
+func (s *Session) Close() error { return s.rs.Close() }
 
 func goneResult(err error) runner.Result {
 	return runner.Result{ExitCode: runner.ExitSetupError, FailureType: runner.FailureSessionGone, FailureDetail: err.Error()}

@@ -38,9 +38,9 @@ type linuxSession struct {
 	// run holds what the set-up steps built and their undo steps.
 	run *linuxRun
 
+	life   lifecycle
 	sendMu sync.Mutex
 	nextID atomic.Uint64
-	active sync.WaitGroup
 
 	goneOnce sync.Once
 	gone     chan struct{}
@@ -66,6 +66,10 @@ func (r *linuxRunner) StartSession(ctx context.Context, req SessionRequest) (Ses
 		s.teardown()
 		return nil, err
 	}
+	s.life.start(req.IdleTimeout, req.MaxLifetime, func(reason string) {
+		s.kill(reason)
+		_ = s.teardown()
+	})
 	return s, nil
 }
 
@@ -258,6 +262,7 @@ func (s *linuxSession) Backend() string { return s.backend }
 
 // Close implements Session.
 func (s *linuxSession) Close() error {
+	s.life.close()
 	s.kill("stopped")
 	return s.teardown()
 }

@@ -44,8 +44,8 @@ func (s *linuxSession) Exec(ctx context.Context, req ExecRequest) (Result, error
 	case !filepath.IsAbs(cwd):
 		cwd = filepath.Join(s.rootDir(), cwd)
 	}
-	s.active.Add(1)
-	defer s.active.Done()
+	s.life.begin()
+	defer s.life.end()
 	x, err := s.newExec(req, cwd)
 	if err != nil {
 		if gerr := s.Err(); gerr != nil {
