@@ -34,6 +34,7 @@ type linuxSession struct {
 	container  *libcontainer.Container
 	ctrl       *os.File // the supervisor's end of the control socket
 	devNull    *os.File
+	devNullFD  int
 	oomFile    string // the cgroup file whose oom_kill counter types OOMs
 	// run holds what the set-up steps built and their undo steps.
 	run *linuxRun
@@ -147,6 +148,7 @@ func (s *linuxSession) launch(ctx context.Context) error {
 		stderrW.Close()
 		return fmt.Errorf("%w: %w", ErrSetup, err)
 	}
+	s.devNullFD = int(s.devNull.Fd())
 	run.lp = lp
 	err = run.container.Start(lp)
 	stderrW.Close()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -309,6 +310,36 @@ func TestIntegrationSessionGoneAndNoLeftovers(t *testing.T) {
 	if isRoot() {
 		for _, c := range []string{"/sys/fs/cgroup/memory/cordon/" + id, "/sys/fs/cgroup/pids/cordon/" + id, "/sys/fs/cgroup/cordon/" + id} {
 			mustNotExist(t, c)
+		}
+	}
+}
+
+func BenchmarkSessionExecTrue(b *testing.B) {
+	sb := &spec.Sandbox{Root: b.TempDir(), System: spec.System{Kind: spec.SystemHost}, RequireOSSandbox: true, Env: spec.Env{Pass: []string{"PATH"}}}
+	r, err := runner.New(runner.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := r.(runner.SessionStarter).StartSession(context.Background(), runner.SessionRequest{Sandbox: sb})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := s.Exec(context.Background(), runner.ExecRequest{Args: []string{"true"}})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("%+v %v", res, err)
+		}
+	}
+}
+
+// BenchmarkBareExecTrue is the floor BenchmarkSessionExecTrue compares with:
+// a fork and exec of true from Go, with no sandbox.
+func BenchmarkBareExecTrue(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		if err := exec.Command("true").Run(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

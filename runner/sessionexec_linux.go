@@ -111,25 +111,23 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 	if err != nil {
 		return nil, err
 	}
-	var child []*os.File // the sandbox's ends, closed once sent
+	var child []int // the sandbox's ends, closed once sent
 	defer func() {
-		for _, f := range child {
-			if f != s.devNull {
-				f.Close()
-			}
+		for _, fd := range child {
+			unix.Close(fd)
 		}
 	}()
-	stdin := s.devNull
-	if req.Stdin != nil {
-		r, w, err := os.Pipe()
+	stdin := -1
+	if req.Stdin != nil && !isDevNull(req.Stdin) {
+		r, w, err := pipeToSandbox()
 		if err != nil {
 			return nil, err
 		}
 		stdin, x.stdinW = r, w
+		child = append(child, r)
 	}
-	child = append(child, stdin)
 	for _, dst := range []io.Writer{x.stdout, io.MultiWriter(x.stderr, x.tail)} {
-		r, w, err := os.Pipe()
+		r, w, err := pipe()
 		if err != nil {
 			x.close()
 			return nil, err
@@ -142,7 +140,7 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 			_, _ = io.Copy(dst, r)
 		}(dst, r)
 	}
-	statusR, statusW, err := os.Pipe()
+	statusR, statusW, err := pipe()
 	if err != nil {
 		x.close()
 		return nil, err
@@ -152,7 +150,11 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 	if s.oomFile != "" {
 		x.oomStart = counter(s.oomFile, "oom_kill")
 	}
-	if err := s.send(msg, child); err != nil {
+	fds := append([]int{s.devNullFD}, child...)
+	if stdin >= 0 {
+		fds = child
+	}
+	if err := s.send(msg, fds); err != nil {
 		x.close()
 		return nil, err
 	}
@@ -162,15 +164,60 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 	return x, nil
 }
 
+// pipe returns a pipe whose read end is cordon's (through Go's poller)
+// and whose write end is a plain blocking descriptor for the sandbox.
+func pipe() (*os.File, int, error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, -1, err
+	}
+	if err := unix.SetNonblock(p[0], true); err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return nil, -1, err
+	}
+	return os.NewFile(uintptr(p[0]), "|0"), p[1], nil
+}
+
+// pipeToSandbox returns a pipe whose read end is a plain blocking
+// descriptor for the sandbox and whose write end is cordon's.
+func pipeToSandbox() (int, *os.File, error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return -1, nil, err
+	}
+	if err := unix.SetNonblock(p[1], true); err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return -1, nil, err
+	}
+	return p[0], os.NewFile(uintptr(p[1]), "|1"), nil
+}
+
+// isDevNull reports whether r is a file open on /dev/null: the command can
+// then get cordon's own /dev/null instead of a pipe and a copier.
+func isDevNull(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var st unix.Stat_t
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Fstat(int(fd), &st) }); err != nil || serr != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFCHR && unix.Major(st.Rdev) == 1 && unix.Minor(st.Rdev) == 3
+}
+
 // send writes one request to the fork server, with fds attached to its
 // first byte.
-func (s *linuxSession) send(msg []byte, files []*os.File) error {
+func (s *linuxSession) send(msg []byte, fds []int) error {
 	var rights []byte
-	if len(files) > 0 {
-		fds := make([]int, len(files))
-		for i, f := range files {
-			fds[i] = int(f.Fd())
-		}
+	if len(fds) > 0 {
 		rights = unix.UnixRights(fds...)
 	}
 	s.sendMu.Lock()

@@ -12,8 +12,8 @@
 //
 //   EXEC   (header, cwd, argv, env; SCM_RIGHTS: stdin, stdout, stderr and
 //          the write end of a status pipe): fork a shim, which becomes a
-//          child subreaper, forks the command (new session, fresh fd table,
-//          default signals, the request's env and cwd) and waits for it.
+//          child subreaper, spawns the command (new session, fresh fd
+//          table, default signals, the request's env and cwd) and waits.
 //          When the command ends the shim kills every process it left
 //          behind (orphans reparent to the shim, so setsid and
 //          double-forked ones are found) unless the exec was detached, and
@@ -36,6 +36,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,7 +143,7 @@ static int read_full(int fd, void *buf, size_t n)
 
 // recv_header reads the request header and the descriptors attached to it.
 // Returns the number of descriptors, or -1 on EOF or error.
-static int recv_header(struct cordon_req *h, int fds[4])
+static int recv_header(int sock, struct cordon_req *h, int fds[4])
 {
 	char *p = (char *)h;
 	size_t got = 0;
@@ -151,7 +152,7 @@ static int recv_header(struct cordon_req *h, int fds[4])
 		char cbuf[CMSG_SPACE(8 * sizeof(int))];
 		struct iovec iov = {.iov_base = p + got, .iov_len = sizeof(*h) - got};
 		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-		ssize_t r = recvmsg(CTRL_FD, &m, MSG_CMSG_CLOEXEC);
+		ssize_t r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -243,55 +244,38 @@ static void kill_tree(pid_t cmd, int *cmd_done, int *wst, struct rusage *ru)
 	}
 }
 
-// run_command is the command's process: it never returns.
-static void run_command(const char *cwd, char **argv, char **envp, int fds[3], int errfd)
+// spawn starts the command with posix_spawn (a vfork-style clone: no copy
+// of the shim's address space) in a new session, with the request's env,
+// stdio as its only descriptors and an empty signal mask (every
+// disposition is already the default). The shim has already changed to
+// the command's directory. Returns 0 or an errno.
+static int spawn(pid_t *pid, char **argv, char **envp, int fds[3])
 {
-	setsid();
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
 	sigset_t none;
 	sigemptyset(&none);
-	for (int s = 1; s < NSIG; s++)
-		signal(s, SIG_DFL);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (int i = 0; i < 3; i++) {
-		if (fds[i] == i) {
-			fcntl(i, F_SETFD, 0);
-			continue;
-		}
-		if (dup2(fds[i], i) < 0)
-			_exit(125);
-	}
-	// A fresh fd table: only stdio and the CLOEXEC error pipe survive.
-	if (errfd != 3 && dup2(errfd, 3) >= 0) {
-		fcntl(3, F_SETFD, FD_CLOEXEC);
-		errfd = 3;
-	}
-	if (syscall(SYS_close_range, 4, ~0U, 0) < 0) {
-		for (int fd = 4; fd < 65536; fd++)
-			close(fd);
-	}
-	int phase[2] = {PHASE_CHDIR, 0};
-	if (chdir(cwd) < 0) {
-		phase[1] = errno;
-		fprintf(stderr, "cordon: cannot change to directory %s: %s\n", cwd, strerror(errno));
-		(void)!write(errfd, phase, sizeof(phase));
-		_exit(125);
-	}
+	if (posix_spawn_file_actions_init(&fa) || posix_spawnattr_init(&at))
+		return ENOMEM;
+	for (int i = 0; i < 3; i++)
+		posix_spawn_file_actions_adddup2(&fa, fds[i], i);
+	// A fresh fd table: stdio only.
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
 	extern char **environ;
-	environ = envp; // execvp searches the PATH of the request's env
-	execvp(argv[0], argv);
-	phase[0] = PHASE_EXEC;
-	phase[1] = errno;
-	fprintf(stderr, "cordon: cannot execute %s: %s\n", argv[0], strerror(errno));
-	(void)!write(errfd, phase, sizeof(phase));
-	_exit(errno == ENOENT ? 127 : 126);
+	environ = envp; // posix_spawnp searches the PATH of the request's env
+	int err = posix_spawnp(pid, argv[0], &fa, &at, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	return err;
 }
 
-// shim runs one exec and exits; see the file comment.
+// shim runs one exec and exits; see the file comment. PID 1's control
+// socket and signalfd are closed already.
 static void shim(const struct cordon_req *h, char *payload, int fds[4])
 {
 	int status_fd = fds[3];
-	close(CTRL_FD);
-	close(pid1_sfd);
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
 		fail_status(status_fd, PHASE_SHIM, errno);
 		_exit(1);
@@ -327,32 +311,26 @@ static void shim(const struct cordon_req *h, char *payload, int fds[4])
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGRTMIN);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
-	int ep[2];
-	if (sfd < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+	if (sfd < 0) {
 		fail_status(status_fd, PHASE_SHIM, errno);
 		_exit(1);
 	}
-	pid_t cmd = fork();
-	if (cmd < 0) {
-		fail_status(status_fd, PHASE_SHIM, errno);
-		_exit(1);
+	if (chdir(cwd) < 0) {
+		int e = errno;
+		dprintf(fds[2], "cordon: cannot change to directory %s: %s\n", cwd, strerror(e));
+		fail_status(status_fd, PHASE_CHDIR, e);
+		_exit(0);
 	}
-	if (cmd == 0) {
-		close(status_fd);
-		close(sfd);
-		close(ep[0]);
-		run_command(cwd, argv, envp, fds, ep[1]);
+	pid_t cmd = 0;
+	int err = spawn(&cmd, argv, envp, fds);
+	if (err) {
+		dprintf(fds[2], "cordon: cannot execute %s: %s\n", argv[0], strerror(err));
+		fail_status(status_fd, PHASE_EXEC, err);
+		_exit(0);
 	}
-	close(ep[1]);
 	for (int i = 0; i < 3; i++)
 		close(fds[i]);
 	struct cordon_status st = {.magic = STATUS_MAGIC, .version = PROTO_VERSION, .phase = PHASE_RAN};
-	int failed[2];
-	if (read_full(ep[0], failed, sizeof(failed)) == 0) {
-		st.phase = failed[0];
-		st.err = failed[1];
-	}
-	close(ep[0]);
 
 	int cmd_done = 0, wst = 0;
 	struct rusage ru;
@@ -400,6 +378,97 @@ static void shim(const struct cordon_req *h, char *payload, int fds[4])
 	_exit(0);
 }
 
+// A shim forked ahead of time, waiting for its request on a socket pair:
+// an exec then costs PID 1 a sendmsg instead of a fork, and the next spare
+// is forked while the command runs.
+static struct {
+	pid_t pid;
+	int sock;
+} spare = {-1, -1};
+
+static void spare_wait(int sock)
+{
+	struct cordon_req h;
+	int fds[4];
+	int nfds = recv_header(sock, &h, fds);
+	if (nfds != 4 || h.len > MAX_PAYLOAD)
+		_exit(0);
+	char *payload = malloc(h.len + 1);
+	if (!payload || read_full(sock, payload, h.len) < 0)
+		_exit(0);
+	payload[h.len] = '\0';
+	close(sock);
+	shim(&h, payload, fds);
+}
+
+static void make_spare(void)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return;
+	}
+	if (pid == 0) {
+		close(CTRL_FD);
+		close(pid1_sfd);
+		close(sv[0]);
+		spare_wait(sv[1]);
+	}
+	close(sv[1]);
+	spare.pid = pid;
+	spare.sock = sv[0];
+}
+
+// give_to_spare hands a request to the spare shim and returns its pid, or
+// -1 when there is none (or it died: a command can kill it), and the
+// caller forks a shim instead.
+static pid_t give_to_spare(const struct cordon_req *h, char *payload, int fds[4])
+{
+	if (spare.pid < 0)
+		return -1;
+	char cbuf[CMSG_SPACE(4 * sizeof(int))];
+	memset(cbuf, 0, sizeof(cbuf));
+	struct iovec iov[2] = {{.iov_base = (void *)h, .iov_len = sizeof(*h)}, {.iov_base = payload, .iov_len = h->len}};
+	struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(4 * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, 4 * sizeof(int));
+	size_t total = sizeof(*h) + h->len, sent = 0;
+	ssize_t w;
+	do
+		w = sendmsg(spare.sock, &m, MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	pid_t pid = spare.pid;
+	if (w > 0) {
+		sent = (size_t)w;
+		// The rest of a large payload, without descriptors.
+		while (sent < total) {
+			const char *p = sent < sizeof(*h) ? (const char *)h + sent : payload + (sent - sizeof(*h));
+			size_t n = sent < sizeof(*h) ? sizeof(*h) - sent : total - sent;
+			w = send(spare.sock, p, n, MSG_NOSIGNAL);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				break;
+			sent += (size_t)w;
+		}
+	}
+	close(spare.sock);
+	spare.pid = -1;
+	spare.sock = -1;
+	if (sent < total) {
+		kill(pid, SIGKILL);
+		return -1;
+	}
+	return pid;
+}
+
 static void handle_exec(struct cordon_req *h, int fds[4], int nfds)
 {
 	if (nfds != 4) {
@@ -430,9 +499,15 @@ static void handle_exec(struct cordon_req *h, int fds[4], int nfds)
 	if (nexecs >= MAX_EXECS) {
 		fail_status(fds[3], PHASE_SHIM, EAGAIN);
 	} else {
-		pid_t pid = fork();
-		if (pid == 0)
-			shim(h, payload, fds);
+		pid_t pid = give_to_spare(h, payload, fds);
+		if (pid < 0) {
+			pid = fork();
+			if (pid == 0) {
+				close(CTRL_FD);
+				close(pid1_sfd);
+				shim(h, payload, fds);
+			}
+		}
 		if (pid < 0) {
 			fail_status(fds[3], PHASE_SHIM, errno);
 		} else {
@@ -444,6 +519,8 @@ static void handle_exec(struct cordon_req *h, int fds[4], int nfds)
 	free(payload);
 	for (int i = 0; i < 4; i++)
 		close(fds[i]);
+	if (spare.pid < 0)
+		make_spare();
 }
 
 static void handle_signal(const struct cordon_req *h)
@@ -483,6 +560,11 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 		sdie("no control socket from cordon");
 	cordon_load_seccomp();
 
+	// Default dispositions for every signal, once: the commands forked
+	// from here inherit them and need not reset each.
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal(s, SIG_DFL);
 	sigset_t set;
 	sigfillset(&set);
 	sigdelset(&set, SIGKILL);
@@ -496,6 +578,7 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 	if (sfd < 0)
 		sdie("signalfd failed");
 	pid1_sfd = sfd;
+	make_spare();
 	if (write(CTRL_FD, "R", 1) != 1)
 		_exit(0);
 
@@ -514,14 +597,19 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 			(void)!read(sfd, &si, sizeof(si));
 			int st;
 			pid_t w;
-			while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+			while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
 				forget(w); // a shim, or an orphan (detached or stray)
+				if (w == spare.pid) {
+					close(spare.sock);
+					spare.pid = spare.sock = -1;
+				}
+			}
 		}
 		if (!p[1].revents)
 			continue;
 		struct cordon_req h;
 		int fds[4];
-		int nfds = recv_header(&h, fds);
+		int nfds = recv_header(CTRL_FD, &h, fds);
 		if (nfds < 0)
 			_exit(0); // the supervisor is gone: end the sandbox
 		if (h.magic != REQ_MAGIC || h.version != PROTO_VERSION || h.len > MAX_PAYLOAD)

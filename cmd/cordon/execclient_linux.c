@@ -1,0 +1,371 @@
+//go:build linux && cgo
+
+// `cordon exec NAME [flags] -- CMD...`, in C, before the Go runtime starts.
+//
+// A harness starts this client for every command, so its own start-up
+// counts: this constructor handles "exec" and never returns, as the
+// sandbox's init does (runner/sandboxinit_linux.c). It finds the session's
+// socket in cordon's private state directory (checking that every
+// directory on the way is the user's own and not writable by others, as
+// the Go side does), sends the command, the environment env.pass picks
+// from and its own fds 0, 1 and 2, forwards SIGINT, SIGTERM, SIGHUP and
+// SIGQUIT, and exits with the exit code the supervisor sends back after
+// printing its message and writing the JSON report (--report, --json).
+// The wire format is session/proto.go's.
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define REQ_MAGIC 0x43445243u  // "CRDC"
+#define RESP_MAGIC 0x52445243u // "CRDR"
+#define SIG_MAGIC 0x47535243u  // "CRSG"
+#define PROTO_VERSION 1
+#define REQ_EXEC 1
+#define EXIT_CONFIG 2
+#define EXIT_SETUP 125
+#define MAX_RESPONSE (16u << 20)
+
+extern char **environ;
+
+static const char usage[] = "usage: cordon exec NAME [--timeout D] [--cwd DIR] [--detach] [--report FILE] [--json] -- CMD [ARG...]\n";
+
+static int sock = -1;
+
+static void out(int fd, const char *s, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, s, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		s += w;
+		n -= (size_t)w;
+	}
+}
+
+static void outs(int fd, const char *s) { out(fd, s, strlen(s)); }
+
+static void forward(int sig)
+{
+	uint32_t frame[2] = {SIG_MAGIC, (uint32_t)sig};
+	int e = errno;
+	if (sock >= 0)
+		(void)!write(sock, frame, sizeof(frame));
+	errno = e;
+}
+
+// private_dir returns 0 when p is a directory owned by the user and not
+// writable by group or others.
+static int private_dir(const char *p)
+{
+	struct stat st;
+	if (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		return -1;
+	return 0;
+}
+
+// state_dir mirrors runner.DefaultStateDir.
+static void state_dir(char *buf, size_t n)
+{
+	if (geteuid() == 0) {
+		snprintf(buf, n, "/run/cordon");
+		return;
+	}
+	const char *x = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
+	if (x && *x && stat(x, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
+		snprintf(buf, n, "%s/cordon", x);
+		return;
+	}
+	const char *t = getenv("TMPDIR");
+	if (!t || !*t)
+		t = "/tmp";
+	snprintf(buf, n, "%s/cordon-%u", t, (unsigned)geteuid());
+}
+
+static int valid_name(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 1 || n > 64)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		if (!alnum && !(i > 0 && (c == '.' || c == '_' || c == '-')))
+			return 0;
+	}
+	return 1;
+}
+
+// gone reports that no session NAME answers, as `cordon run` reports a
+// failure: a message, exit 125, and the report when one was asked for.
+static void gone(const char *name, const char *why, const char *report, int json)
+{
+	char msg[512], rep[768];
+	snprintf(msg, sizeof(msg),
+		 "session_gone: session %s is not running (%s); start it with: cordon session start --name %s", name, why, name);
+	snprintf(rep, sizeof(rep),
+		 "{\n  \"exit_code\": 125,\n  \"failure_type\": \"session_gone\",\n  \"failure_detail\": \"%s\",\n  \"duration_ms\": 0\n}\n", msg);
+	outs(2, "cordon: ");
+	outs(2, msg);
+	outs(2, "\n");
+	if (json)
+		outs(2, rep);
+	if (report) {
+		int fd = open(report, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			outs(fd, rep);
+			close(fd);
+		}
+	}
+	_exit(EXIT_SETUP);
+}
+
+static void die_setup(const char *what)
+{
+	fprintf(stderr, "cordon exec: %s: %s\n", what, strerror(errno));
+	_exit(EXIT_SETUP);
+}
+
+static int read_full(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+	while (n > 0) {
+		ssize_t r = read(fd, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+// append_str adds s and its NUL to the growing buffer.
+static void append_str(char **buf, size_t *len, size_t *cap, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	if (*len + n > *cap) {
+		size_t c = (*cap ? *cap * 2 : 4096);
+		while (c < *len + n)
+			c *= 2;
+		char *nb = realloc(*buf, c);
+		if (!nb)
+			die_setup("out of memory");
+		*buf = nb;
+		*cap = c;
+	}
+	memcpy(*buf + *len, s, n);
+	*len += n;
+}
+
+static void client(int argc, char **argv)
+{
+	const char *name = NULL, *timeout = NULL, *cwd = NULL, *report = NULL;
+	int json = 0, detach = 0, first = -1;
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		const char **val = NULL;
+		if (strcmp(a, "--") == 0) {
+			first = i + 1;
+			break;
+		}
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			outs(2, usage);
+			_exit(0);
+		}
+		if (strcmp(a, "--json") == 0 || strcmp(a, "-json") == 0) {
+			json = 1;
+			continue;
+		}
+		if (strcmp(a, "--detach") == 0 || strcmp(a, "-detach") == 0) {
+			detach = 1;
+			continue;
+		}
+		const char *flags[] = {"timeout", "cwd", "report"};
+		const char **vals[] = {&timeout, &cwd, &report};
+		for (int k = 0; k < 3 && !val; k++) {
+			size_t fl = strlen(flags[k]);
+			const char *f = a[0] == '-' && a[1] == '-' ? a + 2 : a[0] == '-' ? a + 1 : NULL;
+			if (!f || strncmp(f, flags[k], fl) != 0)
+				continue;
+			if (f[fl] == '=') {
+				*vals[k] = f + fl + 1;
+				val = vals[k];
+			} else if (f[fl] == '\0') {
+				if (i + 1 >= argc) {
+					fprintf(stderr, "cordon exec: --%s needs a value\n%s", flags[k], usage);
+					_exit(EXIT_CONFIG);
+				}
+				*vals[k] = argv[++i];
+				val = vals[k];
+			}
+		}
+		if (val)
+			continue;
+		if (a[0] == '-') {
+			fprintf(stderr, "cordon exec: unknown flag %s\n%s", a, usage);
+			_exit(EXIT_CONFIG);
+		}
+		if (!name) {
+			name = a;
+			continue;
+		}
+		first = i; // the command, without "--"
+		break;
+	}
+	if (!name || first < 0 || first >= argc) {
+		outs(2, name ? "cordon exec: no command given; fix: cordon exec NAME [flags] -- CMD [ARG...]\n" : usage);
+		_exit(EXIT_CONFIG);
+	}
+	if (!valid_name(name)) {
+		fprintf(stderr, "cordon exec: invalid session name \"%s\": use 1-64 of A-Z a-z 0-9 . _ - starting with a letter or digit\n", name);
+		_exit(EXIT_CONFIG);
+	}
+
+	char dir[4096], path[4096];
+	state_dir(dir, sizeof(dir));
+	if (private_dir(dir) < 0)
+		gone(name, "cordon's state directory is missing or not private", report, json);
+	snprintf(path, sizeof(path), "%s/sessions", dir);
+	if (private_dir(path) < 0)
+		gone(name, "no session was ever started", report, json);
+	snprintf(path, sizeof(path), "%s/sessions/%s", dir, name);
+	if (private_dir(path) < 0)
+		gone(name, "no such session", report, json);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock", path) >= sizeof(sa.sun_path))
+		gone(name, "its socket path is too long", report, json);
+	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (sock < 0)
+		die_setup("socket");
+	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		gone(name, errno == ECONNREFUSED ? "its supervisor is gone" : "no socket", report, json);
+
+	// Every fd of 0-2 must be open to be sent; a closed one becomes /dev/null.
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) < 0) {
+			int n = open("/dev/null", O_RDWR);
+			if (n >= 0 && n != fd) {
+				dup2(n, fd);
+				close(n);
+			}
+		}
+	}
+
+	size_t len = 32, cap = 4096; // the header comes first
+	char *buf = malloc(cap);
+	if (!buf)
+		die_setup("out of memory");
+	uint32_t nopts = 0, nargv = 0, nenv = 0;
+	char opt[4200];
+	if (timeout) {
+		snprintf(opt, sizeof(opt), "timeout=%s", timeout);
+		append_str(&buf, &len, &cap, opt);
+		nopts++;
+	}
+	if (cwd) {
+		if (strlen(cwd) > 4096) {
+			outs(2, "cordon exec: --cwd is longer than 4096 bytes\n");
+			_exit(EXIT_CONFIG);
+		}
+		snprintf(opt, sizeof(opt), "cwd=%s", cwd);
+		append_str(&buf, &len, &cap, opt);
+		nopts++;
+	}
+	if (detach) {
+		append_str(&buf, &len, &cap, "detach=1");
+		nopts++;
+	}
+	for (int i = first; i < argc; i++, nargv++)
+		append_str(&buf, &len, &cap, argv[i]);
+	for (char **e = environ; *e; e++, nenv++)
+		append_str(&buf, &len, &cap, *e);
+	uint32_t payload = (uint32_t)(len - 32);
+	uint16_t ver = PROTO_VERSION, typ = REQ_EXEC;
+	uint32_t magic = REQ_MAGIC;
+	memset(buf, 0, 32);
+	memcpy(buf + 0, &magic, 4);
+	memcpy(buf + 4, &ver, 2);
+	memcpy(buf + 6, &typ, 2);
+	memcpy(buf + 8, &nopts, 4);
+	memcpy(buf + 12, &nargv, 4);
+	memcpy(buf + 16, &nenv, 4);
+	memcpy(buf + 20, &payload, 4);
+
+	int fds[3] = {0, 1, 2};
+	char cbuf[CMSG_SPACE(sizeof(fds))];
+	memset(cbuf, 0, sizeof(cbuf));
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	size_t sent = 0;
+	while (sent < len) {
+		ssize_t w = sendmsg(sock, &m, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			gone(name, "it hung up", report, json);
+		sent += (size_t)w;
+		iov.iov_base = buf + sent;
+		iov.iov_len = len - sent;
+		m.msg_control = NULL;
+		m.msg_controllen = 0;
+	}
+	free(buf);
+
+	struct sigaction sa_fwd = {.sa_handler = forward};
+	sigemptyset(&sa_fwd.sa_mask);
+	int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	for (size_t i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
+		sigaction(fwd[i], &sa_fwd, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	uint32_t rh[6];
+	if (read_full(sock, rh, sizeof(rh)) < 0 || rh[0] != RESP_MAGIC || rh[1] != PROTO_VERSION ||
+	    (uint64_t)rh[3] + rh[4] > MAX_RESPONSE)
+		gone(name, "it ended while the command ran", report, json);
+	int code = (int)(int32_t)rh[2];
+	char *body = malloc((size_t)rh[3] + rh[4] + 1);
+	if (!body || read_full(sock, body, (size_t)rh[3] + rh[4]) < 0)
+		gone(name, "it ended while the command ran", report, json);
+	out(2, body, rh[3]);
+	if (rh[4] > 0) {
+		if (json)
+			out(2, body + rh[3], rh[4]);
+		if (report) {
+			int fd = open(report, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			if (fd < 0) {
+				fprintf(stderr, "cordon: write report: %s: %s\n", report, strerror(errno));
+			} else {
+				out(fd, body + rh[3], rh[4]);
+				close(fd);
+			}
+		}
+	}
+	_exit(code);
+}
+
+__attribute__((constructor)) static void cordon_exec_client(int argc, char **argv, char **envp)
+{
+	(void)envp;
+	if (argc < 2 || strcmp(argv[1], "exec") != 0)
+		return;
+	client(argc, argv);
+}

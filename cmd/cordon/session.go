@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/session"
+)
+
+func init() {
+	register(command{name: "session", summary: "start, stop and list warm sessions (one sandbox, many `cordon exec`s)", run: sessionMain})
+	register(command{name: "exec", summary: "run a command in a running session: cordon exec NAME [flags] -- CMD...", run: execMain})
+}
+
+const sessionUsage = `usage:
+  cordon session start [--name N] [--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--readonly] [--timeout D] [--memory M] [--pids N] [--attach PATH]... [--audit FILE]
+  cordon session stop NAME
+  cordon session list
+  cordon exec NAME [--timeout D] [--cwd DIR] [--detach] [--report FILE] [--json] -- CMD [ARG...]`
+
+func sessionMain(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, sessionUsage)
+		return exitConfig
+	}
+	switch args[0] {
+	case "start":
+		return sessionStart(args[1:])
+	case "serve":
+		return sessionServe(args[1:])
+	case "stop":
+		return sessionStop(args[1:])
+	case "list", "ls":
+		return sessionList(args[1:])
+	case "-h", "--help", "help":
+		fmt.Fprintln(os.Stderr, sessionUsage)
+		return exitOK
+	}
+	fmt.Fprintf(os.Stderr, "cordon session: unknown subcommand %q\n%s\n", args[0], sessionUsage)
+	return exitConfig
+}
+
+// execMain runs only when the C client (execclient_linux.c), which serves
+// `cordon exec` before the Go runtime starts, is not in this binary.
+func execMain([]string) int {
+	fmt.Fprintln(os.Stderr, "cordon exec: this build has no session client (it needs Linux and cgo)")
+	return exitSetup
+}
+
+func sessionDir() (*session.Dir, error) {
+	if _, err := runner.New(runner.Options{}); err != nil {
+		return nil, err
+	}
+	return session.OpenDir(runner.DefaultStateDir())
+}
+
+// sessionStart starts `cordon session serve` detached from this process
+// (its own session, stdio on /dev/null, so it holds none of the caller's
+// pipes) and waits until it reports the sandbox ready or failed.
+func sessionStart(args []string) int {
+	name := ""
+	rest := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--name" || a == "-name":
+			if i+1 >= len(args) {
+				fmt.Fprintln(os.Stderr, "cordon session start: --name needs a value")
+				return exitConfig
+			}
+			name = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--name="), strings.HasPrefix(a, "-name="):
+			name = a[strings.Index(a, "=")+1:]
+		default:
+			rest = append(rest, a)
+		}
+	}
+	if name == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		name = "s-" + hex.EncodeToString(b[:])
+	}
+	if err := session.CheckName(name); err != nil {
+		fmt.Fprintf(os.Stderr, "cordon session start: %v\n", err)
+		return exitConfig
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		return exitSetup
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		return exitSetup
+	}
+	cmd := exec.Command(self, append([]string{"session", "serve", "--name", name, "--ready-fd", "3"}, rest...)...)
+	cmd.ExtraFiles = []*os.File{pw}
+	// The supervisor reports set-up problems on this stderr, and lets go
+	// of it (for /dev/null) once it reported the start's outcome.
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: start the session supervisor: %v\n", err)
+		return exitSetup
+	}
+	pw.Close()
+	go func() { _ = cmd.Wait() }() // reaps it only if it dies during start
+	code, text := readReady(pr)
+	fmt.Fprint(os.Stderr, text)
+	if code == exitOK {
+		fmt.Println(name)
+	}
+	return code
+}
+
+// readReady reads the supervisor's report: "CODE\n" then text for stderr.
+func readReady(r io.Reader) (int, string) {
+	br := bufio.NewReader(r)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		return exitSetup, "cordon: the session supervisor exited before the sandbox was ready\n"
+	}
+	code, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		return exitSetup, "cordon: the session supervisor sent a malformed report\n"
+	}
+	rest, _ := io.ReadAll(br)
+	return code, string(rest)
+}
+
+func sessionStop(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: cordon session stop NAME")
+		return exitConfig
+	}
+	d, err := sessionDir()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		return exitSetup
+	}
+	if err := d.Stop(args[0]); err != nil {
+		fmt.Fprintf(os.Stderr, "cordon session stop: %v\n", err)
+		return 1
+	}
+	return exitOK
+}
+
+func sessionList(args []string) int {
+	if len(args) != 0 {
+		fmt.Fprintln(os.Stderr, "usage: cordon session list")
+		return exitConfig
+	}
+	d, err := sessionDir()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		return exitSetup
+	}
+	infos, err := d.List()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		return exitSetup
+	}
+	// What supervisors that were killed left: container state, cgroups.
+	if err := runner.Reap(runner.Options{}); err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: warning: %v\n", err)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPID\tSTARTED\tWORKSPACE\tCONFIG")
+	for _, i := range infos {
+		started := "-"
+		if !i.Started.IsZero() {
+			started = i.Started.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", i.Name, i.PID, started, i.Root, i.Config)
+	}
+	_ = tw.Flush()
+	return exitOK
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/mounts"
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/session"
+)
+
+// sessionServe is the session supervisor that `cordon session start`
+// starts: it builds the sandbox, serves execs on the session's socket, and
+// removes everything when the session ends (stop, idle timeout, maximum
+// lifetime, SIGTERM, or the sandbox dying). Until the sandbox is ready its
+// stderr is the starting command's; then it is /dev/null, so the caller's
+// pipes are never held.
+func sessionServe(args []string) int {
+	fs := newFlagSet("session serve", "--name N --ready-fd FD [sandbox flags]")
+	var sf sandboxFlags
+	var of overrideFlags
+	var ag agentFlags
+	sf.register(fs)
+	of.register(fs)
+	ag.register(fs)
+	name := fs.String("name", "", "the session's `NAME`")
+	readyFD := fs.Int("ready-fd", -1, "write the start's exit code to `FD`")
+	if err := fs.Parse(args); err != nil {
+		return exitConfig
+	}
+	if *readyFD < 3 || fs.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "cordon session serve is started by cordon session start; run that instead")
+		return exitConfig
+	}
+	ready := os.NewFile(uintptr(*readyFD), "ready")
+	code, serve := startSupervisor(*name, &sf, &of, &ag)
+	fmt.Fprintf(ready, "%d\n", code)
+	ready.Close()
+	if serve == nil {
+		return code
+	}
+	if devNull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
+		_ = unix.Dup2(int(devNull.Fd()), 2)
+		devNull.Close()
+	}
+	return serve()
+}
+
+// startSupervisor builds the session and returns the start's exit code
+// and, when it succeeded, the function that serves it until it ends.
+func startSupervisor(name string, sf *sandboxFlags, of *overrideFlags, ag *agentFlags) (int, func() int) {
+	sb, log, code := ag.prepare(sf, of, audit.ViaCLI)
+	if code != exitOK {
+		return code, nil
+	}
+	cfg, err := sf.loadBase()
+	if err != nil {
+		return configError(os.Stderr, err), nil
+	}
+	table, err := mounts.New(sb)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		return exitSetup, nil
+	}
+	d, err := sessionDir()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		return exitSetup, nil
+	}
+	release, err := d.Claim(name)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon session start: %v\n", err)
+		return exitConfig, nil
+	}
+	fail := func(code int, format string, args ...any) (int, func() int) {
+		fmt.Fprintf(os.Stderr, format, args...)
+		release()
+		return code, nil
+	}
+	if err := log.Session(sb); err != nil {
+		return fail(exitSetup, "cordon: the session was not started: %v\n", err)
+	}
+	r, err := runner.New(runner.Options{})
+	if err != nil {
+		return fail(exitSetup, "cordon: %v\n", err)
+	}
+	st, ok := r.(runner.SessionStarter)
+	if !ok {
+		return fail(exitSetup, "cordon: %v\n", runner.ErrSessionsUnsupported)
+	}
+	rs, err := st.StartSession(context.Background(), runner.SessionRequest{Sandbox: sb, Stderr: os.Stderr,
+		IdleTimeout: cfg.Session.IdleTimeout, MaxLifetime: cfg.Session.MaxLifetime})
+	if err != nil {
+		return fail(exitSetup, "cordon: %v\n", err)
+	}
+	l, err := d.Listen(name)
+	if err == nil {
+		err = d.WriteInfo(session.Info{Name: name, PID: os.Getpid(), ID: rs.ID(), Started: time.Now().UTC(), Root: sb.Root, Config: cfg.Source})
+	}
+	if err != nil {
+		_ = rs.Close()
+		return fail(exitSetup, "cordon: session socket: %v\n", err)
+	}
+	return exitOK, func() int {
+		defer release()
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		go func() {
+			<-sigs
+			_ = rs.Close()
+		}()
+		srv := &session.Server{Session: rs, Sandbox: sb, Policy: table, Log: log}
+		_ = srv.Serve(l)
+		if err := rs.Close(); err != nil {
+			return exitSetup
+		}
+		return exitOK
+	}
+}

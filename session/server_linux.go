@@ -1,0 +1,295 @@
+package session
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/spec"
+)
+
+// Server serves one session's socket: execs from `cordon exec` clients
+// and `cordon session stop`.
+type Server struct {
+	// Session runs the execs.
+	Session runner.Session
+	// Sandbox is the session's sandbox, for audit records.
+	Sandbox *spec.Sandbox
+	// Policy names the rule of a denial in audit records (the sandbox's
+	// mount table).
+	Policy runner.Policy
+	// Log records every exec; nil records nothing.
+	Log *audit.Log
+
+	wg sync.WaitGroup
+}
+
+// Serve accepts clients on l until the session is gone; it then closes l
+// and waits for the clients being served.
+func (s *Server) Serve(l *net.UnixListener) error {
+	go func() {
+		<-s.Session.Done()
+		l.Close()
+	}()
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			select {
+			case <-s.Session.Done():
+				s.wg.Wait()
+				return nil
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				s.wg.Wait()
+				return nil
+			}
+			logrus.WithError(err).Warn("session: accept")
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer c.Close()
+			if err := s.handle(c); err != nil {
+				logrus.WithError(err).Debug("session: client")
+			}
+		}()
+	}
+}
+
+// handle serves one client connection.
+func (s *Server) handle(c *net.UnixConn) error {
+	if err := checkPeer(c); err != nil {
+		return err
+	}
+	req, files, err := readRequest(c)
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	if err != nil {
+		_, _ = c.Write(encodeResponse(runner.ExitSetupError, fmt.Sprintf("cordon: %v\n", err), nil))
+		return err
+	}
+	switch req.typ {
+	case reqStop:
+		err := s.Session.Close()
+		msg := ""
+		code := 0
+		if err != nil {
+			msg, code = fmt.Sprintf("cordon: %v\n", err), runner.ExitSetupError
+		}
+		_, werr := c.Write(encodeResponse(code, msg, nil))
+		return werr
+	case reqExec:
+		if len(files) != 3 {
+			_, _ = c.Write(encodeResponse(runner.ExitSetupError, "cordon: an exec request must carry stdin, stdout and stderr\n", nil))
+			return fmt.Errorf("%w: exec with %d descriptors", ErrProtocol, len(files))
+		}
+		code, msg, report := s.exec(c, req, files)
+		_, err := c.Write(encodeResponse(code, msg, report))
+		return err
+	}
+	return fmt.Errorf("%w: request type %d", ErrProtocol, req.typ)
+}
+
+// exec runs one client's command; it returns the exit code, the message
+// for the client's stderr and the JSON report, as `cordon run` would give
+// them.
+func (s *Server) exec(c *net.UnixConn, req *request, files []*os.File) (int, string, []byte) {
+	er := runner.ExecRequest{Args: req.argv, Env: req.env, Dir: req.opts["cwd"],
+		Stdin: files[0], Stdout: files[1], Stderr: files[2], Detach: req.opts["detach"] == "1"}
+	if t := req.opts["timeout"]; t != "" {
+		d, err := time.ParseDuration(t)
+		if err != nil || d <= 0 {
+			return 2, fmt.Sprintf("cordon exec: --timeout %q is not a duration above zero; fix: give one with a unit, such as 30s or 5m\n", t), nil
+		}
+		er.Timeout = d
+	}
+	if len(er.Args) == 0 || er.Args[0] == "" {
+		return 2, "cordon exec: no command given; fix: cordon exec NAME [flags] -- CMD [ARG...]\n", nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan int, 4)
+	er.Signals = sigs
+	go clientSignals(c, sigs, cancel)
+
+	run, err := s.Log.Start(s.Sandbox, er.Args, s.Policy)
+	if err != nil {
+		return runner.ExitSetupError, fmt.Sprintf("cordon: the command was not started: %v\n", err), nil
+	}
+	res, _ := s.Session.Exec(ctx, er)
+	msg := ""
+	switch res.FailureType {
+	case runner.FailureNone, runner.FailureProcessError:
+	default:
+		msg = fmt.Sprintf("cordon: %s: %s\n", res.FailureType, res.FailureDetail)
+	}
+	code := res.ExitCode
+	if aerr := run.Finish(res); aerr != nil {
+		msg += fmt.Sprintf("cordon: the command ran (exit %d) but its result could not be recorded: %v\n", res.ExitCode, aerr)
+		code = runner.ExitSetupError
+	}
+	report, _ := json.MarshalIndent(res, "", "  ")
+	return code, msg, append(report, '\n')
+}
+
+// clientSignals reads the client's signal frames until it closes its end
+// or disconnects, which cancels the exec. A second SIGINT or SIGTERM
+// cancels it too, as for `cordon run`.
+func clientSignals(c *net.UnixConn, sigs chan<- int, cancel func()) {
+	defer cancel()
+	b := make([]byte, sigFrame)
+	interrupts := 0
+	for {
+		if _, err := io.ReadFull(c, b); err != nil {
+			return
+		}
+		if binary.NativeEndian.Uint32(b[0:]) != sigMagic {
+			return
+		}
+		sig := int(int32(binary.NativeEndian.Uint32(b[4:])))
+		if sig <= 0 || sig >= 65 {
+			continue
+		}
+		if sig == int(unix.SIGINT) || sig == int(unix.SIGTERM) {
+			interrupts++
+			if interrupts > 1 {
+				return
+			}
+		}
+		select {
+		case sigs <- sig:
+		default:
+		}
+	}
+}
+
+// checkPeer refuses a client of another uid. The socket's directory
+// already is private; this is the second lock.
+func checkPeer(c *net.UnixConn) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := rc.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+		return err
+	}
+	if cerr != nil {
+		return cerr
+	}
+	if int(cred.Uid) != os.Geteuid() {
+		return fmt.Errorf("session: refused a client of uid %d", cred.Uid)
+	}
+	return nil
+}
+
+// readRequest reads one request and the descriptors sent with it.
+func readRequest(c *net.UnixConn) (*request, []*os.File, error) {
+	h := make([]byte, reqHeader)
+	var files []*os.File
+	got := 0
+	for got < reqHeader {
+		oob := make([]byte, unix.CmsgSpace(4*4))
+		n, oobn, _, _, err := c.ReadMsgUnix(h[got:], oob)
+		if oobn > 0 {
+			files = append(files, parseRights(oob[:oobn])...)
+		}
+		if err != nil {
+			return nil, files, err
+		}
+		if n == 0 {
+			return nil, files, io.ErrUnexpectedEOF
+		}
+		got += n
+	}
+	typ, nopts, nargv, nenv, n, err := decodeHeader(h)
+	if err != nil {
+		return nil, files, err
+	}
+	p := make([]byte, n)
+	if _, err := io.ReadFull(c, p); err != nil {
+		return nil, files, err
+	}
+	req, err := decodePayload(typ, nopts, nargv, nenv, p)
+	return req, files, err
+}
+
+func parseRights(oob []byte) []*os.File {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var out []*os.File
+	for i := range msgs {
+		fds, err := unix.ParseUnixRights(&msgs[i])
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			unix.CloseOnExec(fd)
+			out = append(out, os.NewFile(uintptr(fd), "client"))
+		}
+	}
+	return out
+}
+
+// Stop asks the supervisor of session name to end it, and waits until it
+// has removed everything.
+func (d *Dir) Stop(name string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: d.SocketPath(name), Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrNotRunning, name)
+	}
+	defer c.Close()
+	msg, err := encodeRequest(reqStop, nil, nil, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Write(msg); err != nil {
+		return err
+	}
+	code, text, _, err := readResponse(c)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", name, err)
+	}
+	if code != 0 {
+		return fmt.Errorf("session %s: %s", name, text)
+	}
+	// The supervisor removes the session's directory as it exits.
+	for i := 0; i < 500 && d.alive(name); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// Listen creates the socket of a claimed session.
+func (d *Dir) Listen(name string) (*net.UnixListener, error) {
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: d.SocketPath(name), Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	l.SetUnlinkOnClose(false)
+	return l, nil
+}
