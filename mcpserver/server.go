@@ -29,6 +29,9 @@ type Options struct {
 	Audit *audit.Log
 	// Version is announced to clients.
 	Version string
+	// Session bounds the warm session the shell tool keeps per connection
+	// (spec.Config.Session); zero values mean no idle timeout or lifetime.
+	Session spec.Session
 }
 
 // Server is an MCP server whose tools are confined to one sandbox.
@@ -39,6 +42,9 @@ type Server struct {
 	log    *audit.Log
 	mcp    *mcp.Server
 	desc   string
+
+	sess          sessions
+	sessionBounds spec.Session
 }
 
 // New builds the server and registers its tools: read, write and
@@ -52,7 +58,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: %w", err)
 	}
-	s := &Server{sb: sb, table: t, runner: opts.Runner, log: opts.Audit}
+	s := &Server{sb: sb, table: t, runner: opts.Runner, log: opts.Audit, sessionBounds: opts.Session}
 	s.desc = Describe(sb, t)
 	version := opts.Version
 	if version == "" {
@@ -70,7 +76,10 @@ func New(opts Options) (*Server, error) {
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Run serves one session on t until the client disconnects or ctx ends.
-func (s *Server) Run(ctx context.Context, t mcp.Transport) error { return s.mcp.Run(ctx, t) }
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	defer s.Close()
+	return s.mcp.Run(ctx, t)
+}
 
 // Description returns the statement of the sandbox that every tool
 // description ends with.

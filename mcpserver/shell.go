@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/spec"
 )
 
 // MaxOutputChars is how many characters of stdout and of stderr the shell
@@ -26,7 +28,7 @@ const DefaultShellTimeout = 2 * time.Minute
 // ShellInput is the shell tool's input.
 type ShellInput struct {
 	Command string  `json:"command" jsonschema:"the command, run as /bin/sh -c COMMAND in the workspace"`
-	Timeout float64 `json:"timeout,omitempty" jsonschema:"seconds before the whole sandbox is killed; at most the sandbox's own timeout"`
+	Timeout float64 `json:"timeout,omitempty" jsonschema:"seconds before the command and every process it started are killed; at most the sandbox's own timeout"`
 }
 
 // ShellOutput is the shell tool's structured result.
@@ -51,6 +53,9 @@ func (s *Server) shellDescription() string {
 		limit = fmt.Sprintf("timeout: optional, in seconds (default %g)", DefaultShellTimeout.Seconds())
 	}
 	return "Run a shell command inside the sandbox: /bin/sh -c COMMAND, in the workspace, with no stdin. " + limit + ". " +
+		"Commands of one connection run in one warm sandbox: files (the workspace, /tmp) persist between calls; " +
+		"environment variables, the working directory and background processes do not (everything a command " +
+		"started is killed when it ends). " +
 		fmt.Sprintf("Returns stdout and stderr (each cut at %d characters, and marked when cut), the exit code and the "+
 			"failure type: none, process_error (the command failed), sandbox_denied (the sandbox refused something; "+
 			"the result says what is allowed), timeout, oom or setup_error.\n\n", MaxOutputChars) + s.desc
@@ -77,7 +82,7 @@ func (s *Server) timeout(seconds float64) (time.Duration, error) {
 	return d, nil
 }
 
-func (s *Server) shell(ctx context.Context, _ *mcp.CallToolRequest, in ShellInput) (*mcp.CallToolResult, ShellOutput, error) {
+func (s *Server) shell(ctx context.Context, call *mcp.CallToolRequest, in ShellInput) (*mcp.CallToolResult, ShellOutput, error) {
 	if strings.TrimSpace(in.Command) == "" {
 		return nil, ShellOutput{}, fmt.Errorf("%w: give a command to run with /bin/sh -c", ErrEmptyCommand)
 	}
@@ -91,7 +96,11 @@ func (s *Server) shell(ctx context.Context, _ *mcp.CallToolRequest, in ShellInpu
 		return nil, ShellOutput{}, fmt.Errorf("the command was not run: %w", err)
 	}
 	stdout, stderr := newCapture(), newCapture()
-	res, err := s.runner.Run(ctx, runner.Request{Sandbox: s.sb, Args: args, Stdout: stdout, Stderr: stderr, Timeout: d})
+	var conn *mcp.ServerSession
+	if call != nil {
+		conn = call.Session
+	}
+	res, err := s.runShell(ctx, conn, args, stdout, stderr, d)
 	if err != nil {
 		res = runner.Result{ExitCode: runner.ExitSetupError, FailureType: runner.FailureSetupError, FailureDetail: err.Error()}
 	}
@@ -195,4 +204,22 @@ func (c *capture) text(name string) string {
 		return s + fmt.Sprintf("\n[cordon: %s cut at %d characters; it had %d bytes]\n", name, MaxOutputChars, c.total)
 	}
 	return s
+}
+
+// runShell runs one shell command in the connection's warm session, or
+// cold when the runner has no sessions.
+func (s *Server) runShell(ctx context.Context, conn *mcp.ServerSession, args []string, stdout, stderr *capture, d time.Duration) (runner.Result, error) {
+	sess, ok, err := s.sessionFor(ctx, conn)
+	if !ok {
+		return s.runner.Run(ctx, runner.Request{Sandbox: s.sb, Args: args, Stdout: stdout, Stderr: stderr, Timeout: d})
+	}
+	if err != nil {
+		sum := spec.Summarize(s.sb)
+		return runner.SetupFailure(runner.Result{Sandbox: &sum}, err), nil
+	}
+	res, err := sess.Exec(ctx, runner.ExecRequest{Args: args, Stdout: stdout, Stderr: stderr, Timeout: d})
+	if errors.Is(err, runner.ErrSessionGone) {
+		return res, nil // typed session_gone; the next call starts a new session
+	}
+	return res, err
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cordon-run/cordon/audit"
 	"github.com/cordon-run/cordon/mcpserver"
+	"github.com/cordon-run/cordon/spec"
 )
 
 func init() {
@@ -52,7 +53,11 @@ func mcpMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "cordon: not serving: %v\n", err)
 		return exitSetup
 	}
-	srv, err := mcpserver.New(mcpserver.Options{Sandbox: sb, Runner: r, Audit: log})
+	bounds := spec.DefaultSession()
+	if cfg, err := sf.loadBase(); err == nil {
+		bounds = cfg.Session
+	}
+	srv, err := mcpserver.New(mcpserver.Options{Sandbox: sb, Runner: r, Audit: log, Session: bounds})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		return exitSetup

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/internal/testenv"
+)
+
+// sessionUser runs the cordon binary as root or, rootless, as an
+// unprivileged uid through setpriv, with its own TMPDIR (and so its own
+// state directory).
+type sessionUser struct {
+	name   string
+	prefix []string // setpriv ... env ..., or nil
+	env    []string
+	bin    string
+	state  string // the state directory the binary uses
+	ws     string
+}
+
+func (u sessionUser) cmd(stdin string, args ...string) *exec.Cmd {
+	argv := append(append(append([]string{}, u.prefix...), u.bin), args...)
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Dir = u.ws
+	c.Env = append(os.Environ(), u.env...)
+	if stdin != "" {
+		c.Stdin = strings.NewReader(stdin)
+	}
+	return c
+}
+
+func (u sessionUser) run(t *testing.T, stdin string, args ...string) cliResult {
+	t.Helper()
+	c := u.cmd(stdin, args...)
+	var so, se bytes.Buffer
+	c.Stdout, c.Stderr = &so, &se
+	err := c.Run()
+	r := cliResult{stdout: so.String(), stderr: se.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("cordon %v: %v", args, err)
+	}
+	return r
+}
+
+// sessionUsers is root, plus uid 4242 through setpriv when the test runs as
+// root (as hack/test-rootless.sh does for the other suites).
+func sessionUsers(t *testing.T) []sessionUser {
+	t.Helper()
+	testenv.RequireSandbox(t)
+	ws := t.TempDir()
+	if os.Geteuid() != 0 {
+		return []sessionUser{{name: "rootless", bin: cordonBin, ws: ws, state: stateDirFor(os.Getenv("TMPDIR"), os.Geteuid())}}
+	}
+	users := []sessionUser{{name: "root", bin: cordonBin, ws: ws, state: "/run/cordon"}}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("setpriv is needed for the rootless pass and CI=true forbids skipping")
+		}
+		return users
+	}
+	const uid = 4242
+	home, err := os.MkdirTemp("", "cordon-session-rootless-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(home) })
+	bin := filepath.Join(home, "cordon")
+	data, err := os.ReadFile(cordonBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rws := filepath.Join(home, "ws")
+	if err := os.Mkdir(rws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{home, bin, rws} {
+		if err := os.Chown(p, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prefix := []string{"setpriv", "--reuid=4242", "--regid=4242", "--clear-groups", "--reset-env", "env",
+		"HOME=" + home, "TMPDIR=" + home, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	users = append(users, sessionUser{name: "rootless", prefix: prefix, bin: bin, ws: rws, state: stateDirFor(home, uid)})
+	return users
+}
+
+func stateDirFor(tmp string, uid int) string {
+	if uid == 0 {
+		return "/run/cordon"
+	}
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	return filepath.Join(tmp, "cordon-"+strconv.Itoa(uid))
+}
+
+func uniqueName(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), time.Now().UnixNano()%1e9)
+}
+
+// startNamed starts a session and stops it when the test ends.
+func startNamed(t *testing.T, u sessionUser, name string, flags ...string) {
+	t.Helper()
+	r := u.run(t, "", append([]string{"session", "start", "--name", name}, flags...)...)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != name {
+		t.Fatalf("session start: exit %d stdout %q stderr %s", r.code, r.stdout, r.stderr)
+	}
+	t.Cleanup(func() { u.run(t, "", "session", "stop", name) })
+}
+
+type sessionInfo struct {
+	PID int    `json:"pid"`
+	ID  string `json:"id"`
+}
+
+func readSessionInfo(t *testing.T, u sessionUser, name string) sessionInfo {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(u.state, "sessions", name, "info.json"))
+	if err != nil {
+		t.Fatalf("session info: %v", err)
+	}
+	var i sessionInfo
+	if err := json.Unmarshal(data, &i); err != nil {
+		t.Fatal(err)
+	}
+	return i
+}
+
+func initPIDOf(t *testing.T, u sessionUser, id string) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(u.state, "lc", id, "state.json"))
+	if err != nil {
+		t.Fatalf("container state of %s: %v", id, err)
+	}
+	var st struct {
+		Pid int `json:"init_process_pid"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil || st.Pid == 0 {
+		t.Fatalf("container state of %s: %v", id, err)
+	}
+	return st.Pid
+}
+
+// noLeftovers checks that session name (sandbox id, init pid) left nothing:
+// no process, no state, no cgroup, no socket.
+func noLeftovers(t *testing.T, u sessionUser, name, id string, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for unix.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := unix.Kill(pid, 0); !errors.Is(err, unix.ESRCH) {
+		t.Errorf("the session's init %d still exists (%v)", pid, err)
+	}
+	for _, p := range []string{
+		filepath.Join(u.state, "sessions", name), filepath.Join(u.state, "runs", id), filepath.Join(u.state, "lc", id),
+		"/sys/fs/cgroup/memory/cordon/" + id, "/sys/fs/cgroup/pids/cordon/" + id, "/sys/fs/cgroup/unified/cordon/" + id, "/sys/fs/cgroup/cordon/" + id,
+	} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s is left after the session ended", p)
+		}
+	}
+}
+
+func TestSessionCLI(t *testing.T) {
+	for _, u := range sessionUsers(t) {
+		t.Run(u.name, func(t *testing.T) {
+			name := uniqueName("cli")
+			startNamed(t, u, name)
+			r := u.run(t, "", "exec", name, "--", "sh", "-c", "echo out; echo err >&2; exit 3")
+			if r.code != 3 || r.stdout != "out\n" || r.stderr != "err\n" {
+				t.Fatalf("exec: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+			}
+			if r := u.run(t, "some input\n", "exec", name, "--", "cat"); r.code != 0 || r.stdout != "some input\n" {
+				t.Fatalf("stdin: exit %d stdout %q stderr %s", r.code, r.stdout, r.stderr)
+			}
+			if r := u.run(t, "", "exec", name, "--cwd", "/tmp", "--", "pwd"); r.stdout != "/tmp\n" {
+				t.Fatalf("--cwd: %q %s", r.stdout, r.stderr)
+			}
+			// A boundary refusal is typed per exec, with the report of run.
+			report := filepath.Join(u.ws, "report.json")
+			r = u.run(t, "", "exec", name, "--report", report, "--", "sh", "-c", "echo x > /usr/cordon-cli-probe")
+			if r.code == 0 || !strings.Contains(r.stderr, "cordon: sandbox_denied:") {
+				t.Fatalf("write to /usr: exit %d stderr %s", r.code, r.stderr)
+			}
+			var res struct {
+				ExitCode    int    `json:"exit_code"`
+				FailureType string `json:"failure_type"`
+				BlockedPath string `json:"blocked_path"`
+				Backend     string `json:"backend"`
+			}
+			data, err := os.ReadFile(report)
+			if err != nil || json.Unmarshal(data, &res) != nil {
+				t.Fatalf("report: %v %s", err, data)
+			}
+			if res.FailureType != "sandbox_denied" || res.BlockedPath != "/usr/cordon-cli-probe" || res.ExitCode != r.code || res.Backend == "" {
+				t.Fatalf("report: %+v", res)
+			}
+			if _, err := os.Lstat("/usr/cordon-cli-probe"); err == nil {
+				t.Fatal("the write reached the host")
+			}
+			if r := u.run(t, "", "exec", name, "--timeout", "300ms", "--", "sh", "-c", "sleep 100 & sleep 100"); r.code != 124 || !strings.Contains(r.stderr, "timeout") {
+				t.Fatalf("--timeout: exit %d stderr %s", r.code, r.stderr)
+			}
+			if r := u.run(t, "", "session", "list"); !strings.Contains(r.stdout, name) {
+				t.Fatalf("session list lacks %s:\n%s", name, r.stdout)
+			}
+			// 20 concurrent clients.
+			var wg sync.WaitGroup
+			errs := make(chan string, 20)
+			for i := 0; i < 20; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					r := u.run(t, "", "exec", name, "--", "sh", "-c", fmt.Sprintf("echo %d", i))
+					if r.code != 0 || r.stdout != fmt.Sprintf("%d\n", i) {
+						errs <- fmt.Sprintf("exec %d: exit %d %q %s", i, r.code, r.stdout, r.stderr)
+					}
+				}(i)
+			}
+			wg.Wait()
+			close(errs)
+			for e := range errs {
+				t.Error(e)
+			}
+
+			info := readSessionInfo(t, u, name)
+			pid := initPIDOf(t, u, info.ID)
+			if r := u.run(t, "", "session", "stop", name); r.code != 0 {
+				t.Fatalf("stop: exit %d %s", r.code, r.stderr)
+			}
+			r = u.run(t, "", "exec", name, "--json", "--", "true")
+			if r.code != 125 || !strings.Contains(r.stderr, "cordon: session_gone: session "+name+" is not running") ||
+				!strings.Contains(r.stderr, `"failure_type": "session_gone"`) {
+				t.Fatalf("exec after stop: exit %d stderr %s", r.code, r.stderr)
+			}
+			noLeftovers(t, u, name, info.ID, pid)
+		})
+	}
+}
+
+// SIGKILL of the supervisor ends the sandbox at once (its init sees EOF on
+// the control socket), later execs are refused with session_gone, and the
+// next cordon command removes what was left on the host.
+func TestSessionCLISupervisorKilled(t *testing.T) {
+	for _, u := range sessionUsers(t) {
+		t.Run(u.name, func(t *testing.T) {
+			name := uniqueName("kill")
+			startNamed(t, u, name)
+			if r := u.run(t, "", "exec", name, "--detach", "--", "sh", "-c", "setsid sleep 300 >/dev/null 2>&1 &"); r.code != 0 {
+				t.Fatalf("detached exec: %d %s", r.code, r.stderr)
+			}
+			info := readSessionInfo(t, u, name)
+			pid := initPIDOf(t, u, info.ID)
+			if err := unix.Kill(info.PID, unix.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for unix.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			r := u.run(t, "", "exec", name, "--", "true")
+			if r.code != 125 || !strings.Contains(r.stderr, "session_gone") {
+				t.Fatalf("exec after the supervisor was killed: exit %d stderr %s", r.code, r.stderr)
+			}
+			if r := u.run(t, "", "session", "list"); r.code != 0 || strings.Contains(r.stdout, name) {
+				t.Fatalf("session list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			noLeftovers(t, u, name, info.ID, pid)
+		})
+	}
+}

@@ -1,0 +1,80 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cordon-run/cordon/runner"
+)
+
+// sessions holds the warm session of each MCP connection: its first shell
+// call starts one sandbox, every later call forks its command from it (a
+// millisecond instead of a cold start), and the sandbox ends when the
+// connection does. A session that died (its sandbox was killed) is
+// replaced at the next call.
+type sessions struct {
+	mu     sync.Mutex
+	byConn map[*mcp.ServerSession]runner.Session
+	closed bool
+}
+
+// forConn returns conn's session, starting it when there is none or the
+// last one is gone. ok is false when the runner has no sessions (macOS):
+// the caller then runs the command cold.
+func (s *Server) sessionFor(ctx context.Context, conn *mcp.ServerSession) (sess runner.Session, ok bool, err error) {
+	st, ok := s.runner.(runner.SessionStarter)
+	if !ok {
+		return nil, false, nil
+	}
+	s.sess.mu.Lock()
+	defer s.sess.mu.Unlock()
+	if s.sess.closed {
+		return nil, true, &runner.SessionGoneError{Session: "mcp", Reason: "the server is closed"}
+	}
+	if cur := s.sess.byConn[conn]; cur != nil && cur.Err() == nil {
+		return cur, true, nil
+	}
+	sess, err = st.StartSession(ctx, runner.SessionRequest{Sandbox: s.sb,
+		IdleTimeout: s.sessionBounds.IdleTimeout, MaxLifetime: s.sessionBounds.MaxLifetime})
+	if err != nil {
+		return nil, true, err
+	}
+	if s.sess.byConn == nil {
+		s.sess.byConn = map[*mcp.ServerSession]runner.Session{}
+	}
+	if old := s.sess.byConn[conn]; old != nil {
+		_ = old.Close()
+	}
+	s.sess.byConn[conn] = sess
+	if conn != nil {
+		go func() {
+			_ = conn.Wait()
+			s.sess.mu.Lock()
+			if s.sess.byConn[conn] == sess {
+				delete(s.sess.byConn, conn)
+			}
+			s.sess.mu.Unlock()
+			_ = sess.Close()
+		}()
+	}
+	return sess, true, nil
+}
+
+// Close ends the warm sessions of every connection. Run calls it when the
+// client disconnects; a caller that connects the server itself (MCP())
+// calls it when done.
+func (s *Server) Close() error {
+	s.sess.mu.Lock()
+	s.sess.closed = true
+	all := s.sess.byConn
+	s.sess.byConn = nil
+	s.sess.mu.Unlock()
+	var errs []error
+	for _, sess := range all {
+		errs = append(errs, sess.Close())
+	}
+	return errors.Join(errs...)
+}
