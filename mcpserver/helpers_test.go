@@ -21,7 +21,11 @@ import (
 // re-execute this test binary as the container's init.
 func TestMain(m *testing.M) {
 	runner.Init()
-	os.Exit(m.Run())
+	code := m.Run()
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
 }
 
 var (

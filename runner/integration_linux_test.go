@@ -31,7 +31,16 @@ func TestMain(m *testing.M) {
 		helperRunForever()
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if stateRoot != "" {
+		// Every run cleaned up after itself; what is left is the shared
+		// layout (lc, runs, placeholders, the seccomp cache).
+		if err := os.RemoveAll(stateRoot); err != nil {
+			fmt.Fprintf(os.Stderr, "remove the test state directory: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 func isRoot() bool { return os.Geteuid() == 0 }
