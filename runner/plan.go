@@ -2,6 +2,7 @@ package runner
 
 import (
 	"os"
+	"runtime"
 
 	"github.com/cordon-run/cordon/spec"
 )
@@ -22,9 +23,17 @@ func Plan(b Backend, sb *spec.Sandbox, proc spec.Process, ro spec.RunOptions) (*
 	return p, enf, err
 }
 
-// LocalBackend is the Linux backend this process runs: rootless unless it
-// is root.
+// LocalBackend is the backend a run on this machine uses: Seatbelt on
+// macOS, else the Linux backend of this user (rootless unless root).
 func LocalBackend() Backend {
+	if runtime.GOOS == "darwin" {
+		return BackendSeatbelt
+	}
+	return linuxBackend()
+}
+
+// linuxBackend is the Linux backend this user runs: rootless unless root.
+func linuxBackend() Backend {
 	if os.Geteuid() != 0 {
 		return BackendRootless
 	}
@@ -54,13 +63,13 @@ func process(args []string, cwd string, tty bool) spec.Process {
 }
 
 // SpecPlan is the plan `cordon spec` prints for a run of args in sb: the
-// same Plan a run by this user on this host would use (its backend, the
-// kernel facts ProbeHost reads), with "ID" standing for the run's id.
+// same Plan a run by this user on this host would use (its Linux backend,
+// the kernel facts ProbeHost reads), with "ID" standing for the run's id.
 func SpecPlan(sb *spec.Sandbox, args []string) (*spec.Plan, Enforcement, error) {
 	cwd := "/"
 	if sb != nil && sb.Root != "" {
 		cwd = sb.Root
 	}
-	b := LocalBackend()
+	b := linuxBackend()
 	return Plan(b, sb, process(args, cwd, false), runOptions(b, "ID", "/run/cordon/runs/ID/rootfs", ProbeHost()))
 }

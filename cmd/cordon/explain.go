@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -26,5 +27,15 @@ func explainMain(args []string) int {
 	}
 	fmt.Printf("config:  %s\n", cfg.Source)
 	fmt.Print(spec.Summarize(sb).Table())
+	// What this machine's backend does with it, from the runner's one
+	// table, as a run would decide.
+	enf := runner.Enforce(runner.LocalBackend(), sb)
+	fmt.Printf("backend: %s\n", enf.Backend)
+	for _, d := range enf.RefusedDetails() {
+		fmt.Printf("refused: %s\n", d)
+	}
+	for _, d := range enf.UnenforcedDetails() {
+		fmt.Printf("not enforced: %s\n", d)
+	}
 	return exitOK
 }
