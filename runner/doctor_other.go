@@ -3,7 +3,9 @@
 package runner
 
 // Doctor reports what this host can enforce. Off Linux this package has no
-// backend; see package darwin for macOS.
+// backend (see package darwin for macOS); the rows of the table of what
+// this machine's backend cannot enforce follow.
 func Doctor() []Capability {
-	return []Capability{{Name: "libcontainer backend", OK: false, Detail: ErrUnsupported.Error()}}
+	caps := []Capability{{Name: "libcontainer backend", OK: false, Detail: ErrUnsupported.Error()}}
+	return append(caps, limitationCaps(LocalBackend())...)
 }
