@@ -343,3 +343,35 @@ func BenchmarkBareExecTrue(b *testing.B) {
 		}
 	}
 }
+
+// On cgroup v1 (and, for now, v2) the memory limit is the session's: an
+// exec that exceeds it is typed oom and said to share the session's
+// limit, and the session goes on. Rootless, a session with a memory limit
+// fails closed, as a run does.
+func TestIntegrationSessionOOMIsSessionWide(t *testing.T) {
+	sb := newSandbox(t)
+	sb.Limits.Memory = 48 << 20
+	if !isRoot() {
+		r, err := runner.New(runner.Options{StateDir: stateDir(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := r.(runner.SessionStarter).StartSession(context.Background(), runner.SessionRequest{Sandbox: sb})
+		if err == nil {
+			s.Close()
+			t.Fatal("a rootless session with a memory limit started")
+		}
+		if !errors.Is(err, runner.ErrUnenforceable) {
+			t.Fatalf("got %v, want ErrUnenforceable", err)
+		}
+		return
+	}
+	s := startSession(t, sb)
+	out := execIn(t, s, runner.ExecRequest{Args: sh(`a=$(head -c 200000000 /dev/zero | tr '\0' x); echo ${#a}`)})
+	if out.res.FailureType != runner.FailureOOM || !strings.Contains(out.res.FailureDetail, "shared by the whole session") {
+		t.Fatalf("got %+v, want oom", out.res)
+	}
+	if out := execIn(t, s, runner.ExecRequest{Args: []string{"true"}}); out.res.ExitCode != 0 {
+		t.Fatalf("the session did not survive the OOM kill: %+v", out.res)
+	}
+}

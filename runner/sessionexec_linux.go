@@ -372,7 +372,7 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 	case st.phase == phaseShim:
 		*res = SetupFailure(*res, fmt.Errorf("%w: the session could not start the command: %s", ErrSetup, unix.ErrnoName(unix.Errno(st.errno))))
 	case st.phase == phaseChdir:
-		if err := s.table.Check(cwd, false); err != nil && !strings.HasPrefix(cwd, "/tmp") {
+		if err := s.table.Check(cwd, false); err != nil && !syntheticDir(cwd) {
 			res.ExitCode = ExitSetupError
 			res.FailureType = FailureSandboxDenied
 			res.BlockedPath = cwd
@@ -456,4 +456,15 @@ func copyStdin(w *os.File, src io.Reader) (stop func()) {
 	return func() {
 		once.Do(func() { pw.Close(); <-done })
 	}
+}
+
+// syntheticDir reports whether p lies in a directory the sandbox makes up
+// (its private /tmp, /proc, /dev), which the mount table calls outside.
+func syntheticDir(p string) bool {
+	for _, d := range []string{"/tmp", "/proc", "/dev"} {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
 }

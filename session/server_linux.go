@@ -146,6 +146,9 @@ func (s *Server) exec(c *net.UnixConn, req *request, files []*os.File) (int, str
 		msg += fmt.Sprintf("cordon: the command ran (exit %d) but its result could not be recorded: %v\n", res.ExitCode, aerr)
 		code = runner.ExitSetupError
 	}
+	if req.opts["report"] != "1" {
+		return code, msg, nil // the client wants no report (no --report, no --json)
+	}
 	report, _ := json.MarshalIndent(res, "", "  ")
 	return code, msg, append(report, '\n')
 }

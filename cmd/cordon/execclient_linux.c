@@ -289,6 +289,10 @@ static void client(int argc, char **argv)
 		append_str(&buf, &len, &cap, "detach=1");
 		nopts++;
 	}
+	if (report || json) {
+		append_str(&buf, &len, &cap, "report=1");
+		nopts++;
+	}
 	for (int i = first; i < argc; i++, nargv++)
 		append_str(&buf, &len, &cap, argv[i]);
 	for (char **e = environ; *e; e++, nenv++)

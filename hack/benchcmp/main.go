@@ -52,6 +52,8 @@ func main() {
 	casesFile := flag.String("cases", "", "`FILE` with one case per line (RUNNER TAB COMMAND TAB EXPECT TAB DIR TAB ARGV...)")
 	ref := flag.String("ref", "cordon", "`RUNNER` whose ratios to the others are reported")
 	jsonOut := flag.String("json", "", "write the raw samples to `FILE`")
+	var ratios ratioFlag
+	flag.Var(&ratios, "ratio", "also report the ratio `A/B` of runners A and B on every command both ran (repeatable)")
 	flag.Parse()
 	if *casesFile == "" || *n < 1 || *warmup < 0 {
 		fmt.Fprintln(os.Stderr, "usage: benchcmp -cases FILE [-n 50] [-warmup 5] [-ref cordon] [-json FILE]")
@@ -77,6 +79,7 @@ func main() {
 		}
 	}
 	fmt.Print(table(cases, *ref))
+	fmt.Print(extraRatios(cases, ratios))
 	if *jsonOut != "" {
 		data, err := json.MarshalIndent(cases, "", " ")
 		if err == nil {
@@ -214,6 +217,45 @@ func table(cases []*benchCase, ref string) string {
 	if rows.Len() > 0 {
 		w("\n| ratio | command | median | p90 | peak RSS |\n|---|---|---:|---:|---:|\n")
 		b.WriteString(rows.String())
+	}
+	return b.String()
+}
+
+// ratioFlag collects -ratio A/B pairs.
+type ratioFlag [][2]string
+
+func (r *ratioFlag) String() string { return fmt.Sprint(*r) }
+
+func (r *ratioFlag) Set(v string) error {
+	a, b, ok := strings.Cut(v, "/")
+	if !ok || a == "" || b == "" {
+		return fmt.Errorf("want RUNNER/RUNNER, not %q", v)
+	}
+	*r = append(*r, [2]string{a, b})
+	return nil
+}
+
+// extraRatios reports the -ratio pairs: median, p90 and peak RSS of A over B.
+func extraRatios(cases []*benchCase, pairs ratioFlag) string {
+	var b strings.Builder
+	for _, p := range pairs {
+		for _, a := range cases {
+			if a.Runner != p[0] {
+				continue
+			}
+			for _, c := range cases {
+				if c.Runner != p[1] || c.Command != a.Command {
+					continue
+				}
+				if b.Len() == 0 {
+					b.WriteString("\n| ratio | command | median | p90 | peak RSS |\n|---|---|---:|---:|---:|\n")
+				}
+				r := func(x, y int64) string { return fmt.Sprintf("%.2f", float64(x)/float64(y)) }
+				fmt.Fprintf(&b, "| %s/%s | `%s` | %s | %s | %s |\n", p[0], p[1], a.Command,
+					r(percentile(a.WallNS, 50), percentile(c.WallNS, 50)), r(percentile(a.WallNS, 90), percentile(c.WallNS, 90)),
+					r(percentile(a.MaxRSSKB, 50), percentile(c.MaxRSSKB, 50)))
+			}
+		}
 	}
 	return b.String()
 }
