@@ -61,7 +61,7 @@ func run(bin, config, dir string, n, conc int) error {
 	}
 	s, err := sb.StartSession(context.Background())
 	if err != nil {
-		return fmt.Errorf("StartSession: %w", err)
+		return fmt.Errorf("start a session: %w", err)
 	}
 	defer s.Close()
 	var api, bare []int64
@@ -70,7 +70,7 @@ func run(bin, config, dir string, n, conc int) error {
 		res, err := s.Exec(context.Background(), []string{"true"})
 		d := time.Since(t).Nanoseconds()
 		if err != nil || res.ExitCode != 0 {
-			return fmt.Errorf("Exec: %+v %v", res, err)
+			return fmt.Errorf("exec: %+v %v", res, err)
 		}
 		t = time.Now()
 		if err := exec.Command("true").Run(); err != nil {
