@@ -293,3 +293,58 @@ func TestSessionCLISupervisorKilled(t *testing.T) {
 		})
 	}
 }
+
+// SIGINT to `cordon exec` reaches the command (its process group), as for
+// `cordon run`; killing the client kills the command's whole tree.
+func TestSessionCLISignals(t *testing.T) {
+	for _, u := range sessionUsers(t) {
+		t.Run(u.name, func(t *testing.T) {
+			name := uniqueName("sig")
+			startNamed(t, u, name)
+			c := u.cmd("", "exec", name, "--", "sh", "-c", `trap 'echo got INT; exit 7' INT; echo ready; sleep 30 & wait`)
+			var so bytes.Buffer
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Stdout = pw
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pw.Close()
+			buf := make([]byte, 6)
+			if _, err := pr.Read(buf); err != nil || string(buf) != "ready\n" {
+				t.Fatalf("no ready line: %q %v", buf, err)
+			}
+			if err := c.Process.Signal(unix.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			_, _ = so.ReadFrom(pr)
+			err = c.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 7 || so.String() != "got INT\n" {
+				t.Fatalf("after SIGINT: %v, stdout %q", err, so.String())
+			}
+
+			// The client killed: the exec's tree dies with it.
+			c = u.cmd("", "exec", name, "--", "sh", "-c", "setsid sleep 301 & sleep 302")
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			_ = c.Process.Kill()
+			_ = c.Wait()
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				r := u.run(t, "", "exec", name, "--", "sh", "-c", "cat /proc/[0-9]*/comm | grep -c sleep")
+				if strings.TrimSpace(r.stdout) == "0" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the killed client's processes survive: %q %s", r.stdout, r.stderr)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+}
