@@ -375,3 +375,16 @@ func TestIntegrationSessionOOMIsSessionWide(t *testing.T) {
 		t.Fatalf("the session did not survive the OOM kill: %+v", out.res)
 	}
 }
+
+// Each exec has its own output cap (limits.output), reset for the next.
+func TestIntegrationSessionOutputCapPerExec(t *testing.T) {
+	sb := newSandbox(t)
+	sb.Limits.Output = 10
+	s := startSession(t, sb)
+	for i := 0; i < 2; i++ {
+		out := execIn(t, s, runner.ExecRequest{Args: sh("printf '%0100d' 0")})
+		if out.res.ExitCode != 0 || out.stdout != strings.Repeat("0", 10) || !strings.Contains(out.stderr, "stdout cut at 10 bytes") {
+			t.Fatalf("exec %d: stdout %q stderr %q", i, out.stdout, out.stderr)
+		}
+	}
+}

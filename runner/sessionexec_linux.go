@@ -111,10 +111,12 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 	if err != nil {
 		return nil, err
 	}
-	var child []int // the sandbox's ends, closed once sent
+	var child []int // the sandbox's ends, closed once sent (-1: /dev/null)
 	defer func() {
 		for _, fd := range child {
-			unix.Close(fd)
+			if fd >= 0 {
+				unix.Close(fd)
+			}
 		}
 	}()
 	stdin := -1
@@ -126,7 +128,13 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 		stdin, x.stdinW = r, w
 		child = append(child, r)
 	}
-	for _, dst := range []io.Writer{x.stdout, io.MultiWriter(x.stderr, x.tail)} {
+	for i, dst := range []io.Writer{x.stdout, io.MultiWriter(x.stderr, x.tail)} {
+		if i == 0 && req.Stdout == nil {
+			// Output nobody reads: the command writes to /dev/null
+			// directly, as it would have been discarded anyway.
+			child = append(child, -1)
+			continue
+		}
 		r, w, err := pipe()
 		if err != nil {
 			x.close()
@@ -152,7 +160,12 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 	}
 	fds := append([]int{s.devNullFD}, child...)
 	if stdin >= 0 {
-		fds = child
+		fds = append([]int(nil), child...)
+	}
+	for i, fd := range fds {
+		if fd < 0 {
+			fds[i] = s.devNullFD
+		}
 	}
 	if err := s.send(msg, fds); err != nil {
 		x.close()
@@ -247,9 +260,7 @@ func (s *linuxSession) send(msg []byte, fds []int) error {
 // wait waits for the shim's status, enforcing the timeout and forwarding
 // signals. It returns the status or why there is none.
 func (x *sessionExec) wait(ctx context.Context, req ExecRequest) (st execStatus, timedOut, canceled bool, stErr error) {
-	statusC := make(chan struct{})
-	go func() {
-		defer close(statusC)
+	readStatus := func() {
 		b := make([]byte, protoStatusSize+1)
 		n, err := io.ReadAtLeast(x.status, b, protoStatusSize)
 		if err != nil {
@@ -257,6 +268,18 @@ func (x *sessionExec) wait(ctx context.Context, req ExecRequest) (st execStatus,
 			return
 		}
 		st, stErr = decodeStatus(b[:n])
+	}
+	if ctx.Done() == nil && req.Signals == nil && x.timeout(req) <= 0 {
+		// Nothing to enforce while it runs: read the status here. The
+		// pipe reaches EOF if the sandbox dies, so this cannot hang on a
+		// gone session.
+		readStatus()
+		return st, false, false, stErr
+	}
+	statusC := make(chan struct{})
+	go func() {
+		defer close(statusC)
+		readStatus()
 	}()
 	var timeoutC, graceC <-chan time.Time
 	if t := x.timeout(req); t > 0 {

@@ -348,3 +348,42 @@ func TestSessionCLISignals(t *testing.T) {
 		})
 	}
 }
+
+// session.idle_timeout in the config stops a CLI session by itself, and
+// nothing is left.
+func TestSessionCLIIdleTimeout(t *testing.T) {
+	for _, u := range sessionUsers(t) {
+		t.Run(u.name, func(t *testing.T) {
+			name := uniqueName("idle")
+			cfg := filepath.Join(u.ws, "idle.yaml")
+			if err := os.WriteFile(cfg, []byte("sandbox:\n  root: .\nsession:\n  idle_timeout: 500ms\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if u.prefix != nil {
+				_ = os.Chown(cfg, 4242, 4242)
+			}
+			startNamed(t, u, name, "--config", cfg)
+			info := readSessionInfo(t, u, name)
+			pid := initPIDOf(t, u, info.ID)
+			if r := u.run(t, "", "exec", name, "--", "sleep", "0.8"); r.code != 0 {
+				t.Fatalf("an exec longer than the idle timeout: %d %s", r.code, r.stderr)
+			}
+			// No exec for longer than the idle timeout (an exec would
+			// restart it).
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				if _, err := os.Lstat(filepath.Join(u.state, "sessions", name)); err != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the idle session is still up")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if r := u.run(t, "", "exec", name, "--", "true"); r.code != 125 || !strings.Contains(r.stderr, "session_gone") {
+				t.Fatalf("exec after the idle timeout: %d %s", r.code, r.stderr)
+			}
+			noLeftovers(t, u, name, info.ID, pid)
+		})
+	}
+}
