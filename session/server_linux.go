@@ -102,6 +102,12 @@ func (s *Server) handle(c *net.UnixConn) error {
 			return fmt.Errorf("%w: exec with %d descriptors", ErrProtocol, len(files))
 		}
 		code, msg, report := s.exec(c, req, files)
+		// The output is drained: let go of the client's stdio before it
+		// hears back, so whoever reads its pipes sees EOF when it exits.
+		for _, f := range files {
+			f.Close()
+		}
+		files = nil
 		_, err := c.Write(encodeResponse(code, msg, report))
 		return err
 	}
