@@ -388,3 +388,16 @@ func TestIntegrationSessionOutputCapPerExec(t *testing.T) {
 		}
 	}
 }
+
+// A stopped command, or a shim a command stopped, is resumed: nothing in
+// the sandbox could, and the exec would hang until its timeout.
+func TestIntegrationSessionStoppedIsResumed(t *testing.T) {
+	s := startSession(t, newSandbox(t))
+	for _, script := range []string{`kill -STOP $$; echo resumed`, `kill -STOP $PPID; sleep 0.2; echo resumed`} {
+		start := time.Now()
+		out := execIn(t, s, runner.ExecRequest{Args: sh(script), Timeout: 10 * time.Second})
+		if out.res.ExitCode != 0 || out.stdout != "resumed\n" || time.Since(start) > 5*time.Second {
+			t.Fatalf("%s: %+v %q after %s", script, out.res, out.stdout, time.Since(start))
+		}
+	}
+}

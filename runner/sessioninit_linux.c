@@ -359,7 +359,15 @@ static void shim(const struct cordon_req *h, char *payload, int fds[4])
 		int s;
 		struct rusage r2;
 		pid_t w;
-		while ((w = wait4(-1, &s, WNOHANG, &r2)) > 0) {
+		while ((w = wait4(-1, &s, WNOHANG | WUNTRACED, &r2)) > 0) {
+			if (WIFSTOPPED(s)) {
+				// Nothing in the sandbox can resume a stopped process
+				// of this exec (no terminal, no job control): continue
+				// it rather than hang until the timeout, as the cold
+				// init does.
+				kill(w, SIGCONT);
+				continue;
+			}
 			if (w == cmd) {
 				cmd_done = 1;
 				wst = s;
@@ -597,7 +605,13 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 			(void)!read(sfd, &si, sizeof(si));
 			int st;
 			pid_t w;
-			while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+			while ((w = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
+				if (WIFSTOPPED(st)) {
+					// A command stopped its shim (same uid): resume it,
+					// or its exec would hang.
+					kill(w, SIGCONT);
+					continue;
+				}
 				forget(w); // a shim, or an orphan (detached or stray)
 				if (w == spare.pid) {
 					close(spare.sock);
