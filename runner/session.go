@@ -111,6 +111,13 @@ type ExecRequest struct {
 	// command started is killed when it ends.
 	Detach bool
 	// Signals, when not nil, carries signals to forward to the command's
-	// process group.
+	// process group. SIGWINCH resizes a TTY exec's terminal instead.
 	Signals <-chan int
+	// TTY gives the command a fresh terminal of the sandbox's own (never
+	// the caller's); Stdin and Stdout then carry its traffic, and Stderr
+	// gets only cordon's own notes.
+	TTY bool
+	// TermSize, for a TTY exec, reports the caller's terminal size; it is
+	// read at start and on every SIGWINCH that Signals delivers.
+	TermSize func() (cols, rows uint16, ok bool)
 }

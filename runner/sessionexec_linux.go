@@ -82,6 +82,7 @@ type sessionExec struct {
 	id       uint64
 	status   *os.File
 	stdinW   *os.File
+	console  *os.File // a TTY exec's terminal master
 	stopIn   func()
 	outR     []*os.File
 	copiers  sync.WaitGroup
@@ -107,7 +108,14 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 	x := &sessionExec{s: s, id: s.nextID.Add(1), tail: NewTailBuffer(StderrTail)}
 	x.stdout = NewCappedWriter(req.Stdout, s.sb.Limits.Output)
 	x.stderr = NewCappedWriter(req.Stderr, s.sb.Limits.Output)
-	msg, err := encodeExec(x.id, req.Detach, cwd, req.Args, env)
+	if req.TTY {
+		return s.newTTYExec(x, req, cwd, env)
+	}
+	var flags uint32
+	if req.Detach {
+		flags |= protoFlagDetach
+	}
+	msg, err := encodeExec(x.id, flags, 0, cwd, req.Args, env)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +180,7 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 		return nil, err
 	}
 	if x.stdinW != nil {
-		x.stopIn = copyStdin(x.stdinW, req.Stdin)
+		x.stopIn = copyStdin(x.stdinW, req.Stdin, true)
 	}
 	return x, nil
 }
@@ -309,6 +317,10 @@ func (x *sessionExec) wait(ctx context.Context, req ExecRequest) (st execStatus,
 				req.Signals = nil
 				continue
 			}
+			if sig == int(unix.SIGWINCH) && x.console != nil {
+				x.resize(req)
+				continue
+			}
 			_ = x.s.send(encodeSignal(x.id, int32(sig)), nil)
 		case <-graceC:
 			x.s.kill(fmt.Sprintf("exec %d did not stop within %s of being killed", x.id, killGrace))
@@ -337,6 +349,12 @@ func (x *sessionExec) drain(detach bool) {
 	if x.stopIn != nil {
 		x.stopIn()
 	}
+	if x.console != nil {
+		// The master reads EIO once every holder of the terminal is
+		// gone; a detached process may hold it longer.
+		waitCopiers(&x.copiers, consoleDrain)
+		x.console.Close()
+	}
 	if detach {
 		done := make(chan struct{})
 		go func() { x.copiers.Wait(); close(done) }()
@@ -360,6 +378,9 @@ func (x *sessionExec) close() {
 	}
 	for _, r := range x.outR {
 		r.Close()
+	}
+	if x.console != nil {
+		x.console.Close()
 	}
 }
 
@@ -426,15 +447,20 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 // copyStdin copies src into w until src ends or the returned stop is
 // called; w is closed either way. A file (a client's stdin) is polled, so
 // stop never leaves a goroutine blocked in a read of a terminal.
-func copyStdin(w *os.File, src io.Reader) (stop func()) {
+func copyStdin(w *os.File, src io.Reader, closeW bool) (stop func()) {
+	closeDst := func() {
+		if closeW {
+			w.Close()
+		}
+	}
 	f, ok := src.(*os.File)
 	if !ok {
-		go func() { _, _ = io.Copy(w, src); w.Close() }()
+		go func() { _, _ = io.Copy(w, src); closeDst() }()
 		return func() {}
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		w.Close()
+		closeDst()
 		return func() {}
 	}
 	// The raw descriptor, without Fd(): that would clear O_NONBLOCK on a
@@ -446,7 +472,7 @@ func copyStdin(w *os.File, src io.Reader) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer w.Close()
+		defer closeDst()
 		defer pr.Close()
 		buf := make([]byte, 32<<10)
 		fds := []unix.PollFd{{Fd: int32(in), Events: unix.POLLIN}, {Fd: int32(pr.Fd()), Events: unix.POLLIN}}

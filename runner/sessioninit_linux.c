@@ -40,10 +40,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <termios.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -60,6 +62,8 @@
 #define REQ_EXEC 1
 #define REQ_SIGNAL 2
 #define FLAG_DETACH 1u
+#define FLAG_TTY 2u
+#define MAX_FDS 5
 #define CORDON_SIG_KILLTREE (-1)
 #define PHASE_RAN 0
 #define PHASE_CHDIR 1
@@ -141,9 +145,16 @@ static int read_full(int fd, void *buf, size_t n)
 	return 0;
 }
 
+// want_fds is how many descriptors an EXEC request carries: stdin,
+// stdout, stderr and the status pipe, plus a console socket for a TTY.
+static int want_fds(const struct cordon_req *h)
+{
+	return (h->flags & FLAG_TTY) ? 5 : 4;
+}
+
 // recv_header reads the request header and the descriptors attached to it.
 // Returns the number of descriptors, or -1 on EOF or error.
-static int recv_header(int sock, struct cordon_req *h, int fds[4])
+static int recv_header(int sock, struct cordon_req *h, int fds[MAX_FDS])
 {
 	char *p = (char *)h;
 	size_t got = 0;
@@ -163,7 +174,7 @@ static int recv_header(int sock, struct cordon_req *h, int fds[4])
 			int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
 			int *in = (int *)CMSG_DATA(c);
 			for (int i = 0; i < n; i++) {
-				if (nfds < 4)
+				if (nfds < MAX_FDS)
 					fds[nfds++] = in[i];
 				else
 					close(in[i]);
@@ -249,7 +260,7 @@ static void kill_tree(pid_t cmd, int *cmd_done, int *wst, struct rusage *ru)
 // stdio as its only descriptors and an empty signal mask (every
 // disposition is already the default). The shim has already changed to
 // the command's directory. Returns 0 or an errno.
-static int spawn(pid_t *pid, char **argv, char **envp, int fds[3])
+static int spawn(pid_t *pid, char **argv, char **envp, int fds[3], const char *tty)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -257,8 +268,16 @@ static int spawn(pid_t *pid, char **argv, char **envp, int fds[3])
 	sigemptyset(&none);
 	if (posix_spawn_file_actions_init(&fa) || posix_spawnattr_init(&at))
 		return ENOMEM;
-	for (int i = 0; i < 3; i++)
-		posix_spawn_file_actions_adddup2(&fa, fds[i], i);
+	if (tty) {
+		// Opened after setsid (posix_spawn's order) and without
+		// O_NOCTTY, the terminal becomes the command's controlling one.
+		posix_spawn_file_actions_addopen(&fa, 0, tty, O_RDWR, 0);
+		posix_spawn_file_actions_adddup2(&fa, 0, 1);
+		posix_spawn_file_actions_adddup2(&fa, 0, 2);
+	} else {
+		for (int i = 0; i < 3; i++)
+			posix_spawn_file_actions_adddup2(&fa, fds[i], i);
+	}
 	// A fresh fd table: stdio only.
 	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 	posix_spawnattr_setsigmask(&at, &none);
@@ -271,9 +290,45 @@ static int spawn(pid_t *pid, char **argv, char **envp, int fds[3])
 	return err;
 }
 
+// open_console opens a terminal in the sandbox's devpts for a TTY exec,
+// sizes it (size = cols<<16 | rows, or 0), and sends its master to the
+// supervisor over sock (SCM_RIGHTS, with the terminal's name), as
+// libcontainer's console socket does. Returns the master (kept open until
+// the command holds the terminal) or -errno.
+static int open_console(int sock, uint32_t size, char *name, size_t n)
+{
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (m < 0)
+		return -errno;
+	if (grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, n) != 0) {
+		int e = errno;
+		close(m);
+		return -e;
+	}
+	if (size) {
+		struct winsize ws = {.ws_col = (unsigned short)(size >> 16), .ws_row = (unsigned short)(size & 0xffff)};
+		ioctl(m, TIOCSWINSZ, &ws);
+	}
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	memset(cbuf, 0, sizeof(cbuf));
+	struct iovec iov = {.iov_base = name, .iov_len = strlen(name)};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &m, sizeof(int));
+	if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) {
+		int e = errno;
+		close(m);
+		return -e;
+	}
+	return m;
+}
+
 // shim runs one exec and exits; see the file comment. PID 1's control
 // socket and signalfd are closed already.
-static void shim(const struct cordon_req *h, char *payload, int fds[4])
+static void shim(const struct cordon_req *h, char *payload, int fds[MAX_FDS])
 {
 	int status_fd = fds[3];
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
@@ -321,15 +376,35 @@ static void shim(const struct cordon_req *h, char *payload, int fds[4])
 		fail_status(status_fd, PHASE_CHDIR, e);
 		_exit(0);
 	}
+	char ttyname[128];
+	int master = -1;
+	if (h->flags & FLAG_TTY) {
+		master = open_console(fds[4], (uint32_t)h->sig, ttyname, sizeof(ttyname));
+		if (master < 0) {
+			fail_status(status_fd, PHASE_SHIM, -master);
+			_exit(0);
+		}
+	}
 	pid_t cmd = 0;
-	int err = spawn(&cmd, argv, envp, fds);
-	if (err) {
+	int err = spawn(&cmd, argv, envp, fds, master >= 0 ? ttyname : NULL);
+	if (err && master < 0)
 		dprintf(fds[2], "cordon: cannot execute %s: %s\n", argv[0], strerror(err));
+	if (err && master >= 0) {
+		int sl = open(ttyname, O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (sl >= 0) {
+			dprintf(sl, "cordon: cannot execute %s: %s\n", argv[0], strerror(err));
+			close(sl);
+		}
+	}
+	if (master >= 0)
+		close(master);
+	if (err) {
 		fail_status(status_fd, PHASE_EXEC, err);
 		_exit(0);
 	}
-	for (int i = 0; i < 3; i++)
-		close(fds[i]);
+	for (int i = 0; i < want_fds(h); i++)
+		if (i != 3)
+			close(fds[i]);
 	struct cordon_status st = {.magic = STATUS_MAGIC, .version = PROTO_VERSION, .phase = PHASE_RAN};
 
 	int cmd_done = 0, wst = 0;
@@ -397,9 +472,9 @@ static struct {
 static void spare_wait(int sock)
 {
 	struct cordon_req h;
-	int fds[4];
+	int fds[MAX_FDS];
 	int nfds = recv_header(sock, &h, fds);
-	if (nfds != 4 || h.len > MAX_PAYLOAD)
+	if (nfds != want_fds(&h) || h.len > MAX_PAYLOAD)
 		_exit(0);
 	char *payload = malloc(h.len + 1);
 	if (!payload || read_full(sock, payload, h.len) < 0)
@@ -434,19 +509,20 @@ static void make_spare(void)
 // give_to_spare hands a request to the spare shim and returns its pid, or
 // -1 when there is none (or it died: a command can kill it), and the
 // caller forks a shim instead.
-static pid_t give_to_spare(const struct cordon_req *h, char *payload, int fds[4])
+static pid_t give_to_spare(const struct cordon_req *h, char *payload, int fds[MAX_FDS], int nfds)
 {
 	if (spare.pid < 0)
 		return -1;
-	char cbuf[CMSG_SPACE(4 * sizeof(int))];
+	char cbuf[CMSG_SPACE(MAX_FDS * sizeof(int))];
 	memset(cbuf, 0, sizeof(cbuf));
 	struct iovec iov[2] = {{.iov_base = (void *)h, .iov_len = sizeof(*h)}, {.iov_base = payload, .iov_len = h->len}};
 	struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
 	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(4 * sizeof(int));
-	memcpy(CMSG_DATA(c), fds, 4 * sizeof(int));
+	c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+	m.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
 	size_t total = sizeof(*h) + h->len, sent = 0;
 	ssize_t w;
 	do
@@ -477,9 +553,9 @@ static pid_t give_to_spare(const struct cordon_req *h, char *payload, int fds[4]
 	return pid;
 }
 
-static void handle_exec(struct cordon_req *h, int fds[4], int nfds)
+static void handle_exec(struct cordon_req *h, int fds[MAX_FDS], int nfds)
 {
-	if (nfds != 4) {
+	if (nfds != want_fds(h)) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
 		// Drain the payload: the stream must stay in step.
@@ -497,7 +573,7 @@ static void handle_exec(struct cordon_req *h, int fds[4], int nfds)
 	if (!payload || read_full(CTRL_FD, payload, h->len) < 0) {
 		if (!payload)
 			fail_status(fds[3], PHASE_SHIM, ENOMEM);
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
 		if (payload)
 			_exit(0); // the supervisor went away mid-request
@@ -507,7 +583,7 @@ static void handle_exec(struct cordon_req *h, int fds[4], int nfds)
 	if (nexecs >= MAX_EXECS) {
 		fail_status(fds[3], PHASE_SHIM, EAGAIN);
 	} else {
-		pid_t pid = give_to_spare(h, payload, fds);
+		pid_t pid = give_to_spare(h, payload, fds, nfds);
 		if (pid < 0) {
 			pid = fork();
 			if (pid == 0) {
@@ -525,7 +601,7 @@ static void handle_exec(struct cordon_req *h, int fds[4], int nfds)
 		}
 	}
 	free(payload);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
 	if (spare.pid < 0)
 		make_spare();
@@ -622,7 +698,7 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 		if (!p[1].revents)
 			continue;
 		struct cordon_req h;
-		int fds[4];
+		int fds[MAX_FDS];
 		int nfds = recv_header(CTRL_FD, &h, fds);
 		if (nfds < 0)
 			_exit(0); // the supervisor is gone: end the sandbox

@@ -17,6 +17,7 @@ const (
 	protoReqExec       = 1
 	protoReqSignal     = 2
 	protoFlagDetach    = 1
+	protoFlagTTY       = 2
 	protoSigKillTree   = -1
 	protoHeaderSize    = 40
 	protoStatusSize    = 48
@@ -31,7 +32,8 @@ const (
 
 // encodeExec builds an EXEC request: the header, then cwd, argv and env,
 // each NUL-terminated.
-func encodeExec(id uint64, detach bool, cwd string, argv, env []string) ([]byte, error) {
+// For a TTY exec, size is the terminal's cols<<16 | rows (0: unknown).
+func encodeExec(id uint64, flags uint32, size uint32, cwd string, argv, env []string) ([]byte, error) {
 	var payload strings.Builder
 	for _, s := range append(append([]string{cwd}, argv...), env...) {
 		if strings.IndexByte(s, 0) >= 0 {
@@ -43,11 +45,7 @@ func encodeExec(id uint64, detach bool, cwd string, argv, env []string) ([]byte,
 	if payload.Len() > protoMaxPayload {
 		return nil, fmt.Errorf("%w: the command and its environment take %d bytes; a session exec takes at most %d", ErrBadRequest, payload.Len(), protoMaxPayload)
 	}
-	var flags uint32
-	if detach {
-		flags |= protoFlagDetach
-	}
-	b := header(protoReqExec, id, flags, 0, uint32(len(argv)), uint32(len(env)), uint32(payload.Len()))
+	b := header(protoReqExec, id, flags, int32(size), uint32(len(argv)), uint32(len(env)), uint32(payload.Len()))
 	return append(b, payload.String()...), nil
 }
 

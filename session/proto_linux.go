@@ -20,6 +20,7 @@ const (
 	reqMagic    = 0x43445243 // "CRDC"
 	respMagic   = 0x52445243 // "CRDR"
 	sigMagic    = 0x47535243 // "CRSG"
+	winchMagic  = 0x4e495743 // "CWIN"
 	version     = 1
 	reqExec     = 1
 	reqStop     = 2

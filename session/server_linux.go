@@ -9,7 +9,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -130,11 +132,22 @@ func (s *Server) exec(c *net.UnixConn, req *request, files []*os.File) (int, str
 	if len(er.Args) == 0 || er.Args[0] == "" {
 		return 2, "cordon exec: no command given; fix: cordon exec NAME [flags] -- CMD [ARG...]\n", nil
 	}
+	var size atomic.Uint32
+	if req.opts["tty"] == "1" {
+		er.TTY = true
+		cols, _ := strconv.ParseUint(req.opts["cols"], 10, 16)
+		rows, _ := strconv.ParseUint(req.opts["rows"], 10, 16)
+		size.Store(uint32(cols)<<16 | uint32(rows))
+		er.TermSize = func() (uint16, uint16, bool) {
+			v := size.Load()
+			return uint16(v >> 16), uint16(v), v != 0
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sigs := make(chan int, 4)
 	er.Signals = sigs
-	go clientSignals(c, sigs, cancel)
+	go clientSignals(c, sigs, &size, cancel)
 
 	run, err := s.Log.Start(s.Sandbox, er.Args, s.Policy)
 	if err != nil {
@@ -162,7 +175,7 @@ func (s *Server) exec(c *net.UnixConn, req *request, files []*os.File) (int, str
 // clientSignals reads the client's signal frames until it closes its end
 // or disconnects, which cancels the exec. A second SIGINT or SIGTERM
 // cancels it too, as for `cordon run`.
-func clientSignals(c *net.UnixConn, sigs chan<- int, cancel func()) {
+func clientSignals(c *net.UnixConn, sigs chan<- int, size *atomic.Uint32, cancel func()) {
 	defer cancel()
 	b := make([]byte, sigFrame)
 	interrupts := 0
@@ -170,7 +183,17 @@ func clientSignals(c *net.UnixConn, sigs chan<- int, cancel func()) {
 		if _, err := io.ReadFull(c, b); err != nil {
 			return
 		}
-		if binary.NativeEndian.Uint32(b[0:]) != sigMagic {
+		switch binary.NativeEndian.Uint32(b[0:]) {
+		case sigMagic:
+		case winchMagic:
+			// The client's terminal changed size: cols<<16 | rows.
+			size.Store(binary.NativeEndian.Uint32(b[4:]))
+			select {
+			case sigs <- int(unix.SIGWINCH):
+			default:
+			}
+			continue
+		default:
 			return
 		}
 		sig := int(int32(binary.NativeEndian.Uint32(b[4:])))

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -29,6 +31,7 @@
 #define REQ_MAGIC 0x43445243u  // "CRDC"
 #define RESP_MAGIC 0x52445243u // "CRDR"
 #define SIG_MAGIC 0x47535243u  // "CRSG"
+#define WINCH_MAGIC 0x4e495743u // "CWIN"
 #define PROTO_VERSION 1
 #define REQ_EXEC 1
 #define EXIT_CONFIG 2
@@ -40,6 +43,34 @@ extern char **environ;
 static const char usage[] = "usage: cordon exec NAME [--timeout D] [--cwd DIR] [--detach] [--report FILE] [--json] -- CMD [ARG...]\n";
 
 static int sock = -1;
+// The caller's terminal, put in raw mode for a TTY exec and restored.
+static int raw = 0;
+static struct termios saved;
+
+static void restore_tty(void)
+{
+	if (raw)
+		tcsetattr(0, TCSADRAIN, &saved);
+}
+
+// winsize packs the terminal's size as cols<<16 | rows, or 0.
+static uint32_t winsize(void)
+{
+	struct winsize ws;
+	if (ioctl(1, TIOCGWINSZ, &ws) < 0)
+		return 0;
+	return (uint32_t)ws.ws_col << 16 | ws.ws_row;
+}
+
+static void winch(int sig)
+{
+	(void)sig;
+	int e = errno;
+	uint32_t frame[2] = {WINCH_MAGIC, winsize()};
+	if (sock >= 0)
+		(void)!write(sock, frame, sizeof(frame));
+	errno = e;
+}
 
 static void out(int fd, const char *s, size_t n)
 {
@@ -112,6 +143,7 @@ static int valid_name(const char *s)
 // failure: a message, exit 125, and the report when one was asked for.
 static void gone(const char *name, const char *why, const char *report, int json)
 {
+	restore_tty();
 	char msg[512], rep[768];
 	snprintf(msg, sizeof(msg),
 		 "session_gone: session %s is not running (%s); start it with: cordon session start --name %s", name, why, name);
@@ -293,6 +325,19 @@ static void client(int argc, char **argv)
 		append_str(&buf, &len, &cap, "report=1");
 		nopts++;
 	}
+	// Like cordon run: a terminal on both stdin and stdout gets the
+	// command a fresh terminal of the sandbox's own (never this one).
+	int tty = isatty(0) && isatty(1);
+	if (tty) {
+		uint32_t ws = winsize();
+		snprintf(opt, sizeof(opt), "tty=1");
+		append_str(&buf, &len, &cap, opt);
+		snprintf(opt, sizeof(opt), "cols=%u", ws >> 16);
+		append_str(&buf, &len, &cap, opt);
+		snprintf(opt, sizeof(opt), "rows=%u", ws & 0xffff);
+		append_str(&buf, &len, &cap, opt);
+		nopts += 3;
+	}
 	for (int i = first; i < argc; i++, nargv++)
 		append_str(&buf, &len, &cap, argv[i]);
 	for (char **e = environ; *e; e++, nenv++)
@@ -334,6 +379,15 @@ static void client(int argc, char **argv)
 	}
 	free(buf);
 
+	if (tty && tcgetattr(0, &saved) == 0) {
+		struct termios r = saved;
+		cfmakeraw(&r);
+		if (tcsetattr(0, TCSADRAIN, &r) == 0)
+			raw = 1;
+		struct sigaction sa_w = {.sa_handler = winch};
+		sigemptyset(&sa_w.sa_mask);
+		sigaction(SIGWINCH, &sa_w, NULL);
+	}
 	struct sigaction sa_fwd = {.sa_handler = forward};
 	sigemptyset(&sa_fwd.sa_mask);
 	int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
@@ -346,6 +400,7 @@ static void client(int argc, char **argv)
 	    (uint64_t)rh[3] + rh[4] > MAX_RESPONSE)
 		gone(name, "it ended while the command ran", report, json);
 	int code = (int)(int32_t)rh[2];
+	restore_tty();
 	char *body = malloc((size_t)rh[3] + rh[4] + 1);
 	if (!body || read_full(sock, body, (size_t)rh[3] + rh[4]) < 0)
 		gone(name, "it ended while the command ran", report, json);
