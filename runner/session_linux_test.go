@@ -240,7 +240,16 @@ func TestIntegrationSessionStraysReaped(t *testing.T) {
 	if out.res.ExitCode != 0 || out.stdout != "detached\n" {
 		t.Fatalf("detached exec: %+v %q", out.res, out.stdout)
 	}
-	if n := countComm(sandboxProcs(t, s), "sleep"); n != 1 {
+	// The shell may exit before its background child has exec'd sleep
+	// (its comm is still sh or setsid), so look again until it has.
+	n := 0
+	for try := 0; try < 100; try++ {
+		if n = countComm(sandboxProcs(t, s), "sleep"); n == 1 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n != 1 {
 		t.Fatalf("%d sleep processes after a detached exec, want 1", n)
 	}
 }
