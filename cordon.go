@@ -10,8 +10,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/cordon-run/cordon/attach"
-	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/internal/attach"
+	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"

@@ -10,8 +10,7 @@ import (
 	"testing"
 
 	"github.com/cordon-run/cordon"
-	"github.com/cordon-run/cordon/attach"
-	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/internal/testenv"
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
@@ -93,8 +92,8 @@ func TestDeriveRefusalIsRecorded(t *testing.T) {
 		t.Fatalf("Worker(net) = %v, %v; want a widening refusal naming rule network", w, err)
 	}
 	_, err = p.Worker(filepath.Join(dir, "workers", "pure.worker.yaml"), cordon.Attach(".env"))
-	if !errors.Is(err, attach.ErrOutside) || !errors.Is(err, mounts.ErrDenied) {
-		t.Fatalf("attaching a denied file = %v, want attach.ErrOutside and mounts.ErrDenied", err)
+	if !errors.Is(err, cordon.ErrAttachmentOutside) || !errors.Is(err, mounts.ErrDenied) {
+		t.Fatalf("attaching a denied file = %v, want ErrAttachmentOutside and mounts.ErrDenied", err)
 	}
 	var got []string
 	for _, r := range testenv.ReadAudit(t, filepath.Join(dir, "audit.jsonl")) {
@@ -153,8 +152,8 @@ func TestRunFailsClosedOnAudit(t *testing.T) {
 	}
 	marker := filepath.Join(dir, "ran")
 	res, err := top.Run(context.Background(), []string{"touch", marker})
-	if !errors.Is(err, audit.ErrWrite) || res.FailureType != runner.FailureSetupError || res.ExitCode != runner.ExitSetupError {
-		t.Fatalf("Run = %+v, %v; want a set-up failure matching audit.ErrWrite", res, err)
+	if !errors.Is(err, cordon.ErrAuditWrite) || res.FailureType != runner.FailureSetupError || res.ExitCode != runner.ExitSetupError {
+		t.Fatalf("Run = %+v, %v; want a set-up failure matching ErrAuditWrite", res, err)
 	}
 	if _, err := os.Lstat(marker); err == nil {
 		t.Errorf("the command ran although its start could not be recorded")

@@ -19,12 +19,12 @@
 // A worker asks for a subtree, zones, read-only access, less network or
 // lower limits; asking for more than its parent allows is an error matching
 // spec.ErrWidening whose message names the rule. Attach passes files the
-// parent can read to the child, read-only (package attach).
+// parent can read to the child, read-only (AttachmentPolicy caps them).
 //
 // Refusals are typed errors (mounts.ErrOutsideSandbox, mounts.ErrReadOnly,
 // mounts.ErrDenied, mounts.ErrSuffix, mounts.ErrTooLarge) whose messages say
 // what IS allowed. With `audit: FILE` in the config (or WithAuditFile) every
-// run and every refusal is appended to a JSON-lines log (package audit); a
+// run and every refusal is appended to a JSON-lines log; a
 // run whose start cannot be recorded is not started.
 //
 // On Linux commands run through runc's libcontainer (package runner); on

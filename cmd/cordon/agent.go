@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/cordon-run/cordon/attach"
-	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/internal/attach"
+	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"

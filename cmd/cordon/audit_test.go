@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/internal/testenv"
 	"github.com/cordon-run/cordon/spec"
 )

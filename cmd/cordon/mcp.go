@@ -11,8 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cordon-run/cordon/audit"
-	"github.com/cordon-run/cordon/mcpserver"
+	"github.com/cordon-run/cordon/internal/audit"
+	"github.com/cordon-run/cordon/internal/mcpserver"
 	"github.com/cordon-run/cordon/spec"
 )
 

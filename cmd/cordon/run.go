@@ -10,7 +10,7 @@ import (
 
 	"github.com/containerd/console"
 
-	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/runner"
 )
 

@@ -14,8 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cordon-run/cordon/internal/session"
 	"github.com/cordon-run/cordon/runner"
-	"github.com/cordon-run/cordon/session"
 )
 
 func init() {

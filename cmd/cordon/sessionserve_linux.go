@@ -10,10 +10,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/internal/audit"
+	"github.com/cordon-run/cordon/internal/session"
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
-	"github.com/cordon-run/cordon/session"
 )
 
 // sessionServe is the session supervisor that `cordon session start`

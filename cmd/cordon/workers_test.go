@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/internal/testenv"
 	"github.com/cordon-run/cordon/runner"
 )

@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/internal/audit"
 )
 
 // ReadAudit parses every line of an audit log. A missing log reads as no

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cordon-run/cordon/attach"
+	"github.com/cordon-run/cordon/internal/attach"
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/spec"
 )

@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sirupsen/logrus"
 
-	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"

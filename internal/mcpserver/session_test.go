@@ -10,8 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cordon-run/cordon/internal/mcpserver"
 	"github.com/cordon-run/cordon/internal/testenv"
-	"github.com/cordon-run/cordon/mcpserver"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )

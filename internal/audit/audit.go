@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cordon-run/cordon/attach"
+	"github.com/cordon-run/cordon/internal/attach"
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"

@@ -47,11 +47,11 @@ func cordonBin(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "cordon")
-		cmd := exec.Command("go", "build", "-tags", "seccomp", "-o", binPath, "../cmd/cordon")
+		cmd := exec.Command("go", "build", "-tags", "seccomp", "-o", binPath, "../../cmd/cordon")
 		binOut, binErr = cmd.CombinedOutput()
 	})
 	if binErr != nil {
-		t.Fatalf("go build ../cmd/cordon: %v\n%s", binErr, binOut)
+		t.Fatalf("go build ../../cmd/cordon: %v\n%s", binErr, binOut)
 	}
 	return binPath
 }

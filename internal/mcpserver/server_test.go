@@ -11,10 +11,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cordon-run/cordon/attach"
-	"github.com/cordon-run/cordon/audit"
+	"github.com/cordon-run/cordon/internal/attach"
+	"github.com/cordon-run/cordon/internal/audit"
+	"github.com/cordon-run/cordon/internal/mcpserver"
 	"github.com/cordon-run/cordon/internal/testenv"
-	"github.com/cordon-run/cordon/mcpserver"
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
