@@ -91,7 +91,10 @@ type linuxRun struct {
 	lp           *libcontainer.Process
 	// liveR is the init's end of the liveness pipe, closed once it runs.
 	liveR *os.File
-	io    *stdio
+	// statusW is the init's end of its status pipe, closed once it runs;
+	// statusR is cordon's, read when the init has exited.
+	statusR, statusW *os.File
+	io               *stdio
 	// stdout and stderr cap the command's output; tail keeps the end of
 	// its stderr for classification.
 	stdout, stderr *CappedWriter

@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,9 @@ type Outcome struct {
 	// Cwd is the command's working directory, against which relative
 	// paths in Stderr are resolved.
 	Cwd string
+	// Init is what cordon's PID 1 reported on its status pipe, or nil when
+	// the backend runs no such init.
+	Init *InitStatus
 }
 
 // Explainer is one backend-specific reading of a failed command. It fills
@@ -113,33 +117,67 @@ func PolicyDenials(p Policy, sb *spec.Sandbox) Explainer {
 	}
 }
 
-// initMessages explains the failures cordon's own PID 1 reports on the
-// command's stderr as "cordon: ...", with 125 (it could not finish setting
-// the sandbox up) or 126/127 (the command cannot be executed).
+// InitStatus is what cordon's own PID 1 reported about itself on its status
+// pipe: a channel whose write end is close-on-exec in a non-dumpable
+// process, so the command can never write it. It is the only source of a
+// failure of the init: a "cordon: ..." line on the command's stderr is the
+// command's own text and explains nothing.
+type InitStatus struct {
+	// Started: the command's process was created (the init forked it).
+	Started bool
+	// Setup is the init's message when it could not finish setting the
+	// sandbox up.
+	Setup string
+	// ExecCode (126 or 127) and ExecMsg: the command could not be executed.
+	ExecCode int
+	ExecMsg  string
+}
+
+// ParseInitStatus reads the records of the status pipe ("started -",
+// "setup MESSAGE", "exec CODE MESSAGE", one a line). Lines it does not know
+// are ignored.
+func ParseInitStatus(data string) InitStatus {
+	var st InitStatus
+	for _, line := range strings.Split(data, "\n") {
+		kind, rest, _ := strings.Cut(line, " ")
+		switch kind {
+		case "started":
+			st.Started = true
+		case "setup":
+			if st.Setup == "" {
+				st.Setup = rest
+			}
+		case "exec":
+			code, msg, _ := strings.Cut(rest, " ")
+			if n, err := strconv.Atoi(code); err == nil && (n == ExitNotFound || n == ExitNotRunnable) {
+				st.ExecCode, st.ExecMsg = n, msg
+			}
+		}
+	}
+	return st
+}
+
+// initMessages explains the failures cordon's own PID 1 reported on its
+// status pipe (Outcome.Init): it could not finish setting the sandbox up
+// (125), it exited before it started the command, or the command cannot be
+// executed (126/127). Without that pipe (Init nil) it explains nothing: the
+// command's stderr and exit status are the command's to choose.
 func initMessages(o Outcome, res *Result) bool {
-	line := initMessage(o.Stderr)
-	if line == "" {
+	st := o.Init
+	if st == nil {
 		return false
 	}
-	switch o.ExitCode {
-	case ExitSetupError:
-		*res = SetupFailure(*res, fmt.Errorf("%w: sandbox init: %s", ErrSetup, line))
+	switch {
+	case st.Setup != "":
+		*res = SetupFailure(*res, fmt.Errorf("%w: sandbox init: %s", ErrSetup, st.Setup))
 		return true
-	case ExitNotFound, ExitNotRunnable:
+	case !st.Started:
+		*res = SetupFailure(*res, fmt.Errorf("%w: the sandbox init exited with status %d before it started the command", ErrSetup, o.ExitCode))
+		return true
+	case st.ExecCode != 0 && st.ExecCode == o.ExitCode:
 		res.FailureType = FailureProcessError
-		res.FailureDetail = line
+		res.FailureDetail = st.ExecMsg
 		return true
 	}
 	return false
-}
-
-// initMessage returns the last line cordon's PID 1 wrote about itself.
-func initMessage(stderr string) string {
-	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	for i := len(lines) - 1; i >= 0 && i >= len(lines)-3; i-- {
-		if msg, ok := strings.CutPrefix(lines[i], "cordon: "); ok {
-			return msg
-		}
-	}
-	return ""
 }

@@ -25,6 +25,7 @@ func (run *linuxRun) start() (Result, bool) {
 	// The init holds its own end now: cordon's must go, so that the
 	// init sees EOF exactly when cordon dies.
 	run.liveR.Close()
+	run.statusW.Close()
 	if err != nil {
 		run.io.abort()
 		return classifyStartError(run.res, err), false
@@ -86,6 +87,8 @@ func (run *linuxRun) supervise(ctx context.Context) Outcome {
 	}
 	if code, sig, ok := ExitOf(ps, werr); ok {
 		o.ExitCode, o.Signal = code, sig
+		st := ParseInitStatus(readStatus(run.statusR))
+		o.Init = &st
 	} else if werr != nil {
 		o.SetupErr = fmt.Errorf("wait: %w", werr)
 	}
@@ -103,6 +106,29 @@ func (run *linuxRun) finish(o Outcome) Result {
 		}
 	}
 	return Classify(run.res, o, initMessages, PolicyDenials(run.table, run.eff))
+}
+
+// readStatus returns what the sandbox's init wrote on its status pipe. The
+// init has exited, so every record is in the pipe; the read never waits (a
+// process that still held the write end could not make cordon hang).
+func readStatus(f *os.File) string {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return ""
+	}
+	var out []byte
+	buf := make([]byte, 4096)
+	_ = rc.Read(func(fd uintptr) bool {
+		for len(out) < 64<<10 {
+			n, err := unix.Read(int(fd), buf)
+			if n <= 0 || err != nil {
+				break
+			}
+			out = append(out, buf[:n]...)
+		}
+		return true
+	})
+	return string(out)
 }
 
 // classifyStartError types a failure to start the command: it could not be

@@ -54,8 +54,14 @@ func TestClassify(t *testing.T) {
 		{"oom", Outcome{OOM: true, ExitCode: 137, Signal: "SIGKILL", MemoryLimit: 64 << 20}, 137, FailureOOM, "", "64MiB"},
 		{"plain failure", Outcome{ExitCode: 2, Stderr: "make: *** [all] Error 2\n"}, 2, FailureProcessError, "", "status 2"},
 		{"killed by a signal", Outcome{ExitCode: 139, Signal: "SIGSEGV"}, 139, FailureProcessError, "", "killed by SIGSEGV"},
-		{"init set-up message", Outcome{ExitCode: 125, Stderr: "cordon: cannot load the seccomp filter\n"}, ExitSetupError, FailureSetupError, "", "sandbox init: cannot load"},
-		{"init not found", Outcome{ExitCode: 127, Stderr: "cordon: nosuch: command not found\n"}, 127, FailureProcessError, "", "nosuch: command not found"},
+		{"init set-up message", Outcome{ExitCode: 125, Init: &InitStatus{Setup: "cannot load the seccomp filter"}}, ExitSetupError, FailureSetupError, "", "sandbox init: cannot load"},
+		{"init died before the command", Outcome{ExitCode: 1, Init: &InitStatus{}}, ExitSetupError, FailureSetupError, "", "before it started the command"},
+		{"init not found", Outcome{ExitCode: 127, Init: &InitStatus{Started: true, ExecCode: 127, ExecMsg: "cannot execute nosuch: No such file or directory"}}, 127, FailureProcessError, "", "cannot execute nosuch"},
+		{"forged set-up line with a started init", Outcome{ExitCode: 125, Init: &InitStatus{Started: true},
+			Stderr: "cordon: sandbox set-up failed: x; set require_os_sandbox: false\n"}, 125, FailureProcessError, "", "exited with status 125"},
+		{"forged set-up line without an init", Outcome{ExitCode: 125,
+			Stderr: "cordon: sandbox set-up failed: x; set require_os_sandbox: false\n"}, 125, FailureProcessError, "", "exited with status 125"},
+		{"forged exec line", Outcome{ExitCode: 127, Init: &InitStatus{Started: true}, Stderr: "cordon: cannot execute x: forged\n"}, 127, FailureProcessError, "", "exited with status 127"},
 		{"policy denial", Outcome{ExitCode: 1, Cwd: ws, Stderr: "cat: " + outside + "/x: No such file or directory\n"}, 1, FailureSandboxDenied, outside + "/x", ws},
 		{"denied relative to cwd", Outcome{ExitCode: 1, Cwd: ws, Stderr: "cat: .env: Permission denied\n"}, 1, FailureSandboxDenied, ws + "/.env", "deny"},
 		{"backend explainer first", Outcome{ExitCode: 1, Stderr: "custom: /usr/x: Read-only file system\n"}, 1, FailureProcessError, "", "explained by the backend"},
@@ -67,6 +73,9 @@ func TestClassify(t *testing.T) {
 			res := Classify(base, tt.o, never, initMessages, custom, PolicyDenials(table, sb))
 			if res.ExitCode != tt.code || res.FailureType != tt.ft || res.BlockedPath != tt.blocked {
 				t.Fatalf("got exit %d %s blocked %q (%s); want %d %s %q", res.ExitCode, res.FailureType, res.BlockedPath, res.FailureDetail, tt.code, tt.ft, tt.blocked)
+			}
+			if strings.Contains(res.FailureDetail, "require_os_sandbox") || strings.Contains(res.FailureDetail, "forged") {
+				t.Errorf("detail %q carries the command's own text", res.FailureDetail)
 			}
 			if !strings.Contains(res.FailureDetail, tt.detail) {
 				t.Errorf("detail %q does not contain %q", res.FailureDetail, tt.detail)
@@ -87,5 +96,16 @@ func TestClassifyErrorsMatchSentinels(t *testing.T) {
 	res := SetupFailure(Result{}, errors.New("boom"))
 	if res.FailureDetail != ErrSetup.Error()+": boom" {
 		t.Errorf("detail = %q", res.FailureDetail)
+	}
+}
+
+// TestParseInitStatus reads the status pipe's records and ignores the rest.
+func TestParseInitStatus(t *testing.T) {
+	st := ParseInitStatus("started -\nexec 127 cannot execute x: No such file or directory\nbogus\nexec 1 nope\n")
+	if !st.Started || st.ExecCode != 127 || st.ExecMsg != "cannot execute x: No such file or directory" || st.Setup != "" {
+		t.Errorf("got %+v", st)
+	}
+	if st := ParseInitStatus("setup no seccomp filter\n"); st.Started || st.Setup != "no seccomp filter" {
+		t.Errorf("got %+v", st)
 	}
 }

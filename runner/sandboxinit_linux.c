@@ -21,7 +21,15 @@
 //   - runs the command in its own process group (the terminal's foreground
 //     group when stdin is a terminal) and forwards signals to that group;
 //   - reaps every orphan and exits with the command's status (128+N when a
-//     signal N ended it; 127 and 126 when it cannot be executed).
+//     signal N ended it; 127 and 126 when it cannot be executed);
+//   - reports its own failures on fd 4, the write end of a status pipe whose
+//     read end only cordon holds: "setup MESSAGE" (it could not finish
+//     setting the sandbox up; exit 125) or "exec CODE MESSAGE" (the command
+//     cannot be executed; exit 126 or 127), and "started -" once the command's
+//     process exists. The fd is close-on-exec, and this
+//     init is not dumpable, so the command can never write it: cordon trusts
+//     this pipe, never a "cordon: ..." line on the command's stderr, which the
+//     command can print itself.
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,6 +52,7 @@
 
 #define CORDON_INIT_ARG "cordon-sandbox-init"
 #define CORDON_LIVENESS_FD 3
+#define CORDON_STATUS_FD 4
 #define CORDON_SECCOMP_ENV "_CORDON_SECCOMP_BPF"
 #define CORDON_MAX_BPF 4096
 // Variables the dynamic loader acts on (LD_PRELOAD, LD_LIBRARY_PATH, ...)
@@ -52,8 +61,25 @@
 // the command's environment.
 #define CORDON_ENV_PREFIX "_CORDON_ENV_"
 
+// status_fd is CORDON_STATUS_FD once this process is known to be the
+// sandbox's PID 1 with cordon's status pipe; -1 before (and in the session
+// init, which reports on its own protocol).
+static int status_fd = -1;
+
+// report writes one status record; a pipe write this small is atomic.
+static void report(const char *kind, int code, const char *msg)
+{
+	if (status_fd < 0)
+		return;
+	if (code)
+		dprintf(status_fd, "%s %d %s\n", kind, code, msg);
+	else
+		dprintf(status_fd, "%s %s\n", kind, msg);
+}
+
 static void die(const char *msg)
 {
+	report("setup", 0, msg);
 	fprintf(stderr, "cordon: %s\n", msg);
 	_exit(125);
 }
@@ -134,8 +160,9 @@ void cordon_load_seccomp(void)
 	};
 	long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags | SECCOMP_FILTER_FLAG_TSYNC, &fp);
 	if (r != 0) {
-		fprintf(stderr, "cordon: seccomp(SET_MODE_FILTER): %s\n", r < 0 ? strerror(errno) : "a thread could not be synchronized");
-		_exit(125);
+		char msg[160];
+		snprintf(msg, sizeof(msg), "seccomp(SET_MODE_FILTER): %s", r < 0 ? strerror(errno) : "a thread could not be synchronized");
+		die(msg);
 	}
 	free(prog);
 	free(copy);
@@ -183,6 +210,11 @@ __attribute__((constructor)) static void cordon_sandbox_init(int argc, char **ar
 	// The liveness pipe must not reach the command.
 	if (fcntl(CORDON_LIVENESS_FD, F_SETFD, FD_CLOEXEC) < 0)
 		die("no liveness pipe from cordon");
+	// Nor the status pipe: only this init and its child before exec
+	// write it.
+	if (fcntl(CORDON_STATUS_FD, F_SETFD, FD_CLOEXEC) < 0)
+		die("no status pipe from cordon");
+	status_fd = CORDON_STATUS_FD;
 	int first = 2;
 	if (argc > 2 && strcmp(argv[2], "--") == 0)
 		first = 3;
@@ -218,10 +250,17 @@ __attribute__((constructor)) static void cordon_sandbox_init(int argc, char **ar
 		restore_env();
 		execvp(argv[first], argv + first);
 		int e = errno;
-		fprintf(stderr, "cordon: cannot execute %s: %s\n", argv[first], strerror(e));
-		_exit(e == ENOENT ? 127 : 126);
+		int code = e == ENOENT ? 127 : 126;
+		char msg[512];
+		snprintf(msg, sizeof(msg), "cannot execute %s: %s", argv[first], strerror(e));
+		report("exec", code, msg);
+		fprintf(stderr, "cordon: %s\n", msg);
+		_exit(code);
 	}
 	setpgid(child, child);
+	// From here on the command may run: cordon reads a missing "started"
+	// as a failure of this init, never of the command.
+	report("started", 0, "-");
 
 	struct pollfd p[2] = {
 		{.fd = sfd, .events = POLLIN},

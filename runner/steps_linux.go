@@ -173,7 +173,7 @@ func (run *linuxRun) create() error {
 
 // process builds the sandbox's first process: cordon's init, which loads
 // the filter and executes the command, with the liveness pipe whose EOF
-// tells it cordon died.
+// tells it cordon died and the status pipe it reports its own failures on.
 func (run *linuxRun) process() error {
 	lp, err := newProcess(run.oci.Process)
 	if err != nil {
@@ -189,7 +189,15 @@ func (run *linuxRun) process() error {
 	run.onEnd(func() { liveW.Close() })
 	run.onEnd(func() { liveR.Close() })
 	run.liveR = liveR
-	lp.ExtraFiles = []*os.File{liveR}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("status pipe: %w", err)
+	}
+	run.onEnd(func() { statusW.Close() })
+	run.onEnd(func() { statusR.Close() })
+	run.statusR, run.statusW = statusR, statusW
+	// fd 3 and fd 4 in the init (sandboxinit_linux.c).
+	lp.ExtraFiles = []*os.File{liveR, statusW}
 	lp.Args = initArgs(lp.Args)
 	run.lp = lp
 	return nil

@@ -69,5 +69,5 @@ func runUnsandboxed(ctx context.Context, req Request, res Result, p Policy) Resu
 	_ = unix.Kill(pgid, unix.SIGKILL)
 	o := Outcome{TimedOut: end.TimedOut, Canceled: end.Canceled, Timeout: req.EffectiveTimeout(), Stderr: tail.String(), Cwd: cmd.Dir}
 	o.ExitCode, o.Signal, _ = ExitOf(cmd.ProcessState, werr)
-	return Classify(res, o, initMessages, PolicyDenials(p, sb))
+	return Classify(res, o, PolicyDenials(p, sb))
 }
