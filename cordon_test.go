@@ -197,3 +197,32 @@ func TestRunAttachmentStreams(t *testing.T) {
 		t.Errorf("audit events = %s", got)
 	}
 }
+
+// TestFilesReadAttachment checks the Go API's file tools on an attached
+// file: a worker restricted to src/ reads docs/brief.md through its
+// attachment (CanRead and Read agree), and cannot write it.
+func TestFilesReadAttachment(t *testing.T) {
+	dir := newProjectDir(t)
+	p, err := cordon.LoadProject(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brief := filepath.Join(dir, "docs", "brief.md")
+	w, err := p.Worker(filepath.Join(dir, "workers", "src.worker.yaml"), cordon.Attach(brief))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := w.Files()
+	if !files.CanRead(brief) || files.CanWrite(brief) {
+		t.Errorf("CanRead(attachment) = %v, CanWrite = %v; want true, false", files.CanRead(brief), files.CanWrite(brief))
+	}
+	if got, err := files.Read(brief, 0); err != nil || got != "the brief\n" {
+		t.Fatalf("Read(attachment) = %q, %v; want the brief", got, err)
+	}
+	if err := files.Write(brief, "overwritten\n"); !errors.Is(err, mounts.ErrReadOnly) {
+		t.Errorf("Write(attachment) = %v, want ErrReadOnly", err)
+	}
+	if data, _ := os.ReadFile(brief); string(data) != "the brief\n" {
+		t.Errorf("the attachment changed: %q", data)
+	}
+}

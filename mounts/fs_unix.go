@@ -28,6 +28,9 @@ import (
 func openRead(r resolution) (*os.File, int64, error) {
 	comps := splitRel(r.rel)
 	if len(comps) == 0 {
+		if r.e.Origin == OriginMount {
+			return openFileMount(r.e)
+		}
 		return nil, 0, notFile("a directory; use List")
 	}
 	root, base, err := openEntryRoot(r.e)
@@ -303,6 +306,29 @@ func openEntryRoot(e *Entry) (*os.File, string, error) {
 		return nil, "", err
 	}
 	return f, base, nil
+}
+
+// openFileMount opens the source of a mount whose target is read itself: a
+// file mounted on its own, as attachments are. The source is configuration
+// (checked by CheckSources), opened without following a symbolic link
+// swapped in since; a directory is refused as for any other mount root.
+func openFileMount(e *Entry) (*os.File, int64, error) {
+	f, err := os.OpenFile(e.Source, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+	case fi.IsDir():
+		err = notFile("a directory; use List")
+	case !fi.Mode().IsRegular():
+		err = notFile(fi.Mode().Type().String())
+	default:
+		return f, fi.Size(), nil
+	}
+	f.Close() //nolint:errcheck,gosec // not used
+	return nil, 0, err
 }
 
 // descend opens each of comps below root in turn without following

@@ -3,6 +3,7 @@ package mounts
 import (
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -59,7 +60,7 @@ func (t *Table) Read(path string, maxChars int) (string, error) {
 	if err := t.CheckSources(); err != nil {
 		return "", &PathError{Op: "read", Path: path, Err: ErrUnsafeSource, Rule: err.Error()}
 	}
-	if r.rel == "" {
+	if r.rel == "" && !fileMount(r.e) {
 		return "", &PathError{Op: "read", Path: path, Err: ErrNotFile, Rule: "a directory; use List"}
 	}
 	if err := t.checkSuffix("read", path, r); err != nil {
@@ -354,4 +355,14 @@ type changedError struct{ cause error }
 func (e *changedError) Error() string { return "path changed: " + e.cause.Error() }
 
 // notFile is the platform code's report that the path is not a regular file.
+// fileMount reports whether e is a file mounted on its own (an attachment),
+// whose target Read opens as a file.
+func fileMount(e *Entry) bool {
+	if e.Origin != OriginMount {
+		return false
+	}
+	fi, err := os.Lstat(e.Source)
+	return err == nil && !fi.IsDir()
+}
+
 func notFile(why string) error { return &PathError{Err: ErrNotFile, Rule: why} }

@@ -178,13 +178,6 @@ func ptr[T any](v T) *T { return &v }
 
 func (s *Server) read(_ context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, any, error) {
 	text, err := s.table.Read(in.Path, in.MaxChars)
-	if errors.Is(err, mounts.ErrNotFile) {
-		// A file mounted on its own (an attachment) is a mount root, which
-		// the table's Read refuses as a directory.
-		if t, ok, ferr := readFileMount(s.table, s.sb.Root, in.Path, in.MaxChars); ok {
-			text, err = t, ferr
-		}
-	}
 	if err != nil {
 		return nil, nil, s.refused(err)
 	}
