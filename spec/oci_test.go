@@ -1205,10 +1205,27 @@ func TestSeccompDefault(t *testing.T) {
 					t.Errorf("%s is listed: %+v", name, rules)
 				}
 			}
-			for _, name := range []string{"read", "execve", "openat", "ptrace", "landlock_create_ruleset", "statx"} {
+			for _, name := range []string{"read", "execve", "ptrace", "landlock_create_ruleset", "statx"} {
 				if rules := seccompRules(p, name); len(rules) != 1 || rules[0].Action != specs.ActAllow || len(rules[0].Args) != 0 {
 					t.Errorf("%s: %+v, want one unconditional allow", name, rules)
 				}
+			}
+			// No call may set S_ISUID or S_ISGID: each mode-taking call
+			// is allowed only with those bits clear (or, for the open
+			// family, when it creates nothing); openat2 gets ENOSYS.
+			for _, m := range seccompModeArg {
+				rules := seccompRules(p, m.name)
+				want := 1
+				if m.hasFlags {
+					want = 2
+				}
+				if len(rules) != want || len(rules[0].Args) != 1 || rules[0].Args[0] != (specs.LinuxSeccompArg{
+					Index: m.mode, Value: 0o6000, ValueTwo: 0, Op: specs.OpMaskedEqual}) {
+					t.Errorf("%s rules %+v, want allowed only without S_ISUID|S_ISGID", m.name, rules)
+				}
+			}
+			if o2 := seccompRules(p, "openat2"); len(o2) != 1 || o2[0].Action != specs.ActErrno || *o2[0].ErrnoRet != 38 {
+				t.Errorf("openat2 rules %+v, want ENOSYS", o2)
 			}
 			clone := seccompRules(p, "clone")
 			if len(clone) != 1 || len(clone[0].Args) != 1 || clone[0].Args[0] != (specs.LinuxSeccompArg{

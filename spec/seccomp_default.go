@@ -164,8 +164,9 @@ func SeccompArchitectures() []string {
 }
 
 // DefaultSeccomp returns Docker's default seccomp profile for goarch
-// ("amd64" or "arm64"), resolved for a process with no capabilities: every
-// syscall not listed fails with EPERM. The result is a fresh value the
+// ("amd64" or "arm64"), resolved for a process with no capabilities, and
+// narrowed so that no call can set S_ISUID or S_ISGID (seccomp_modes.go):
+// every syscall not listed fails with EPERM. The result is a fresh value the
 // caller may change. An architecture with no profile data is an error
 // wrapping ErrUnenforceable: running without the filter would be wider.
 func DefaultSeccomp(goarch string) (*specs.LinuxSeccomp, error) {
@@ -182,7 +183,7 @@ func DefaultSeccomp(goarch string) (*specs.LinuxSeccomp, error) {
 		Architectures:   slices.Clone(arch.arches),
 	}
 	s.Syscalls = append(s.Syscalls,
-		specs.LinuxSyscall{Names: slices.Clone(seccompAllowed), Action: allow},
+		specs.LinuxSyscall{Names: withoutModeCalls(slices.Clone(seccompAllowed)), Action: allow},
 		specs.LinuxSyscall{Names: slices.Clone(seccompPtrace), Action: allow},
 		specs.LinuxSyscall{Names: []string{"socket"}, Action: allow, Args: []specs.LinuxSeccompArg{
 			{Index: 0, Value: seccompSocketBelow, Op: specs.OpLessThan},
@@ -204,5 +205,7 @@ func DefaultSeccomp(goarch string) (*specs.LinuxSeccomp, error) {
 		}},
 		specs.LinuxSyscall{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: &enosys},
 	)
+	// cordon's narrowing: no setuid or setgid file (seccomp_modes.go).
+	s.Syscalls = append(s.Syscalls, seccompModeRules()...)
 	return s, nil
 }
