@@ -403,7 +403,7 @@ func checkZone(z zone) error {
 	if err := checkAbs("mount target", z.target); err != nil {
 		return err
 	}
-	if z.target == "/" || within(z.target, "/proc") || within(z.target, "/dev") || within(z.target, "/sys") {
+	if placementProblem(z.target) != "" {
 		return fmt.Errorf("mount target %s: the sandbox's own /, /proc, /dev and /sys cannot be replaced; "+
 			"choose a target elsewhere: %w", z.target, ErrUnenforceable)
 	}

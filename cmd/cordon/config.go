@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -121,9 +120,13 @@ func (f *overrideFlags) widen(sb *spec.Sandbox) error {
 	if f.network {
 		sb.Network = spec.Network{Enabled: true}
 	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
 	var errs []error
 	for i, m := range f.mounts {
-		mt, err := parseMountFlag(m)
+		mt, err := spec.ParseMount(m, cwd)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: --mount #%d %q: %w", spec.ErrInvalidConfig, i+1, m, err))
 			continue
@@ -183,55 +186,6 @@ func (f *overrideFlags) narrow(sb *spec.Sandbox) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// parseMountFlag parses SRC[:DST][:ro]. SRC must exist; a relative SRC is
-// taken from the current directory; DST defaults to SRC.
-func parseMountFlag(v string) (spec.Mount, error) {
-	if strings.ContainsRune(v, 0) {
-		return spec.Mount{}, errors.New("contains a NUL byte")
-	}
-	parts := strings.Split(v, ":")
-	var m spec.Mount
-	if n := len(parts); n > 1 && (parts[n-1] == "ro" || parts[n-1] == "rw") {
-		m.Readonly = parts[n-1] == "ro"
-		parts = parts[:n-1]
-	}
-	if len(parts) > 2 || parts[0] == "" {
-		return m, errors.New("want SRC[:DST][:ro]")
-	}
-	src, err := filepath.Abs(expandHome(parts[0]))
-	if err != nil {
-		return m, err
-	}
-	if _, err := os.Stat(src); err != nil {
-		return m, fmt.Errorf("source %s does not exist; a mount source is never created", src)
-	}
-	m.Source, m.Target = src, src
-	if len(parts) == 2 {
-		if !filepath.IsAbs(parts[1]) {
-			return m, fmt.Errorf("target %q must be absolute", parts[1])
-		}
-		m.Target = filepath.Clean(parts[1])
-	}
-	if m.Target == "/" {
-		return m, errors.New("target / would hide the whole system; pick a subdirectory")
-	}
-	for _, bad := range []string{"/proc", "/dev", "/sys"} {
-		if m.Target == bad || strings.HasPrefix(m.Target, bad+"/") {
-			return m, fmt.Errorf("target %s is under %s, which the sandbox builds itself", m.Target, bad)
-		}
-	}
-	return m, nil
-}
-
-func expandHome(p string) string {
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		if h, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(h, strings.TrimPrefix(p, "~"))
-		}
-	}
-	return p
 }
 
 // configError prints a config error, one problem a line, and returns the
