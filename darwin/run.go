@@ -170,6 +170,9 @@ func classify(sb *spec.Sandbox, degraded []string, policy runner.Policy, timeout
 		Timeout:  timeout,
 		Stderr:   o.Stderr,
 		Cwd:      o.Cwd,
+		// The wrapper that sets RLIMIT_FSIZE execs the command, so a
+		// SIGXFSZ reaches the wait status as it does on Linux.
+		FileSizeLimit: sb.Limits.FileSize,
 	}
 	return runner.Classify(newResult(sb, degraded, o.Duration), ro,
 		func(ro runner.Outcome, res *runner.Result) bool {

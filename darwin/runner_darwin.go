@@ -136,11 +136,7 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 		o.LogDenials = logDenials(tag, start)
 	}
 	res := classify(sb, degraded, table, req.EffectiveTimeout(), o)
-	for _, note := range []string{outCap.TruncationNote("stdout"), errCap.TruncationNote("stderr")} {
-		if note != "" && req.Stderr != nil {
-			_, _ = io.WriteString(req.Stderr, note)
-		}
-	}
+	res.OutputTruncated = runner.ReportTruncation(req.Stderr, outCap, errCap)
 	return res, nil
 }
 

@@ -27,6 +27,13 @@ type Outcome struct {
 	// OOM: the memory limit, MemoryLimit bytes, killed a process.
 	OOM         bool
 	MemoryLimit int64
+	// PidsLimited: the cgroup's pids controller refused a fork (its
+	// pids.events "max" counter rose) while the command ran; PidsLimit is
+	// limits.pids.
+	PidsLimited bool
+	PidsLimit   int64
+	// FileSizeLimit is limits.file_size (RLIMIT_FSIZE) in bytes, 0 for none.
+	FileSizeLimit int64
 	// Stderr is the tail of the command's stderr.
 	Stderr string
 	// Cwd is the command's working directory, against which relative
@@ -69,6 +76,22 @@ func Classify(res Result, o Outcome, explain ...Explainer) Result {
 	case o.ExitCode == 0:
 		res.FailureType = FailureNone
 		return res
+	case initFailed(o):
+		// cordon's own PID 1 failed: initMessages says how.
+	case o.PidsLimited:
+		res.FailureType = FailurePidsLimit
+		res.FailureDetail = fmt.Sprintf("the command hit the process limit of %d (limits.pids): the kernel refused a fork; "+
+			"raise limits.pids (--pids) or start fewer processes", o.PidsLimit)
+		return res
+	case fileSizeKilled(o):
+		res.FailureType = FailureFileSizeLimit
+		how := "was killed by SIGXFSZ"
+		if o.Signal == "" {
+			how = fmt.Sprintf("exited with status %d, as a shell reports a process killed by SIGXFSZ", o.ExitCode)
+		}
+		res.FailureDetail = fmt.Sprintf("a file grew past the file size limit of %s (limits.file_size) and the command %s; "+
+			"raise limits.file_size or write less", spec.FormatBytes(o.FileSizeLimit), how)
+		return res
 	}
 	for _, e := range explain {
 		if e(o, &res) {
@@ -81,6 +104,26 @@ func Classify(res Result, o Outcome, explain ...Explainer) Result {
 		res.FailureDetail = "the command was killed by " + o.Signal
 	}
 	return res
+}
+
+// initFailed reports whether cordon's PID 1 reported a failure of its own
+// (see initMessages), which no limit of the command's explains.
+func initFailed(o Outcome) bool {
+	st := o.Init
+	return st != nil && (st.Setup != "" || !st.Started || (st.ExecCode != 0 && st.ExecCode == o.ExitCode))
+}
+
+// sigXFSZ is SIGXFSZ's number, the same on Linux and macOS.
+const sigXFSZ = 25
+
+// fileSizeKilled reports whether the file size limit ended the command:
+// SIGXFSZ in its wait status, or the 128+SIGXFSZ a shell exits with when a
+// child of it was killed so. Without a limit the kernel sends no SIGXFSZ.
+func fileSizeKilled(o Outcome) bool {
+	if o.FileSizeLimit <= 0 {
+		return false
+	}
+	return o.Signal == "SIGXFSZ" || (o.Signal == "" && o.ExitCode == 128+sigXFSZ)
 }
 
 // SetupFailure is res for a sandbox that could not be set up (exit 125).
@@ -131,10 +174,14 @@ type InitStatus struct {
 	// ExecCode (126 or 127) and ExecMsg: the command could not be executed.
 	ExecCode int
 	ExecMsg  string
+	// Exited: the command ended, with wait status WaitStatus (which tells
+	// a signal from an exit status of 128+n).
+	Exited     bool
+	WaitStatus uint32
 }
 
 // ParseInitStatus reads the records of the status pipe ("started -",
-// "setup MESSAGE", "exec CODE MESSAGE", one a line). Lines it does not know
+// "setup MESSAGE", "exec CODE MESSAGE", "exited WSTATUS", one a line). Lines it does not know
 // are ignored.
 func ParseInitStatus(data string) InitStatus {
 	var st InitStatus
@@ -146,6 +193,10 @@ func ParseInitStatus(data string) InitStatus {
 		case "setup":
 			if st.Setup == "" {
 				st.Setup = rest
+			}
+		case "exited":
+			if n, err := strconv.ParseUint(rest, 10, 32); err == nil {
+				st.Exited, st.WaitStatus = true, uint32(n)
 			}
 		case "exec":
 			code, msg, _ := strings.Cut(rest, " ")

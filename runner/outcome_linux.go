@@ -77,18 +77,21 @@ func (run *linuxRun) supervise(ctx context.Context) Outcome {
 	run.ph.mark("wait")
 	run.io.drain()
 	o := Outcome{
-		TimedOut:    end.TimedOut,
-		Canceled:    end.Canceled,
-		Timeout:     run.req.EffectiveTimeout(),
-		OOM:         oomKilled(run.container),
-		MemoryLimit: run.req.Sandbox.Limits.Memory,
-		Stderr:      run.tail.String(),
-		Cwd:         run.cwd,
+		TimedOut:      end.TimedOut,
+		Canceled:      end.Canceled,
+		Timeout:       run.req.EffectiveTimeout(),
+		OOM:           oomKilled(run.container),
+		MemoryLimit:   run.req.Sandbox.Limits.Memory,
+		PidsLimited:   run.eff.Limits.Pids > 0 && pidsLimited(run.container),
+		PidsLimit:     run.eff.Limits.Pids,
+		FileSizeLimit: run.eff.Limits.FileSize,
+		Stderr:        run.tail.String(),
+		Cwd:           run.cwd,
 	}
 	if code, sig, ok := ExitOf(ps, werr); ok {
-		o.ExitCode, o.Signal = code, sig
 		st := ParseInitStatus(readStatus(run.statusR))
 		o.Init = &st
+		o.ExitCode, o.Signal = commandExit(code, sig, st)
 	} else if werr != nil {
 		o.SetupErr = fmt.Errorf("wait: %w", werr)
 	}
@@ -98,14 +101,14 @@ func (run *linuxRun) supervise(ctx context.Context) Outcome {
 // finish tells the caller what limits.output cut and classifies the
 // outcome.
 func (run *linuxRun) finish(o Outcome) Result {
-	if o.SetupErr == nil && run.req.Stderr != nil {
-		for _, n := range []string{run.stdout.TruncationNote("stdout"), run.stderr.TruncationNote("stderr")} {
-			if n != "" {
-				_, _ = io.WriteString(run.req.Stderr, n)
-			}
-		}
+	var notes io.Writer
+	if o.SetupErr == nil {
+		notes = run.req.Stderr
 	}
-	return Classify(run.res, o, initMessages, PolicyDenials(run.table, run.eff))
+	cut := ReportTruncation(notes, run.stdout, run.stderr)
+	res := Classify(run.res, o, initMessages, PolicyDenials(run.table, run.eff))
+	res.OutputTruncated = cut
+	return res
 }
 
 // readStatus returns what the sandbox's init wrote on its status pipe. The
@@ -161,21 +164,37 @@ func killAll(c *libcontainer.Container) {
 
 // oomKilled reports whether the memory cgroup killed a process of c.
 func oomKilled(c *libcontainer.Container) bool {
-	st, err := c.State()
-	if err != nil {
-		return false
-	}
 	if cgroups.IsCgroup2UnifiedMode() {
-		return counter(filepath.Join(st.CgroupPaths[""], "memory.events"), "oom_kill") > 0
+		return counter(cgroupFile(c, "", "memory.events"), "oom_kill") > 0
 	}
-	p := st.CgroupPaths["memory"]
-	if p == "" {
-		return false
+	return counter(cgroupFile(c, "memory", "memory.oom_control"), "oom_kill") > 0
+}
+
+// pidsLimited reports whether the pids controller refused a fork in c's
+// cgroup: the "max" counter of pids.events, which cgroup v1 and v2 both
+// keep.
+func pidsLimited(c *libcontainer.Container) bool {
+	controller := "pids"
+	if cgroups.IsCgroup2UnifiedMode() {
+		controller = ""
 	}
-	return counter(filepath.Join(p, "memory.oom_control"), "oom_kill") > 0
+	return counter(cgroupFile(c, controller, "pids.events"), "max") > 0
+}
+
+// cgroupFile is the path of file in c's cgroup of controller ("" on
+// cgroup v2), or "" when c has none.
+func cgroupFile(c *libcontainer.Container, controller, file string) string {
+	st, err := c.State()
+	if err != nil || st.CgroupPaths[controller] == "" {
+		return ""
+	}
+	return filepath.Join(st.CgroupPaths[controller], file)
 }
 
 func counter(file, key string) int64 {
+	if file == "" {
+		return 0
+	}
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return 0

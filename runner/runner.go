@@ -87,6 +87,12 @@ const (
 	FailureProcessError FailureType = "process_error"
 	// FailureSetupError means cordon could not set the sandbox up.
 	FailureSetupError FailureType = "setup_error"
+	// FailurePidsLimit means the process limit (limits.pids) refused a
+	// fork, as the cgroup's own counter shows, and the command failed.
+	FailurePidsLimit FailureType = "pids_limit"
+	// FailureFileSizeLimit means the file size limit (limits.file_size)
+	// killed the command with SIGXFSZ.
+	FailureFileSizeLimit FailureType = "file_size_limit"
 )
 
 // Exit codes with a fixed meaning, as in timeout(1) and env(1).
@@ -106,6 +112,9 @@ type Result struct {
 	DurationMS    int64       `json:"duration_ms"`
 	// Signal is the signal that ended the command, if one did.
 	Signal string `json:"signal,omitempty"`
+	// OutputTruncated says limits.output cut stdout or stderr; the cut
+	// stream carries a marker where it was cut.
+	OutputTruncated bool `json:"output_truncated,omitempty"`
 	// Unenforced lists parts of the boundary the backend could not enforce
 	// (only possible when the sandbox allows degradation).
 	Unenforced []string `json:"unenforced,omitempty"`

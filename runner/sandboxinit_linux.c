@@ -25,8 +25,9 @@
 //   - reports its own failures on fd 4, the write end of a status pipe whose
 //     read end only cordon holds: "setup MESSAGE" (it could not finish
 //     setting the sandbox up; exit 125) or "exec CODE MESSAGE" (the command
-//     cannot be executed; exit 126 or 127), and "started -" once the command's
-//     process exists. The fd is close-on-exec, and this
+//     cannot be executed; exit 126 or 127), "started -" once the command's
+//     process exists, and "exited WSTATUS" (the command's wait status) when
+//     it has ended. The fd is close-on-exec, and this
 //     init is not dumpable, so the command can never write it: cordon trusts
 //     this pipe, never a "cordon: ..." line on the command's stderr, which the
 //     command can print itself.
@@ -300,6 +301,10 @@ __attribute__((constructor)) static void cordon_sandbox_init(int argc, char **ar
 				kill(-child, SIGCONT);
 				continue;
 			}
+			// The exit status alone cannot tell `kill -SEGV $$`
+			// from `exit 139`: the wait status can.
+			if (WIFEXITED(st) || WIFSIGNALED(st))
+				dprintf(status_fd, "exited %d\n", st);
 			if (WIFEXITED(st))
 				_exit(WEXITSTATUS(st));
 			if (WIFSIGNALED(st))

@@ -392,8 +392,9 @@ func TestIntegrationSessionOutputCapPerExec(t *testing.T) {
 	s := startSession(t, sb)
 	for i := 0; i < 2; i++ {
 		out := execIn(t, s, runner.ExecRequest{Args: sh("printf '%0100d' 0")})
-		if out.res.ExitCode != 0 || out.stdout != strings.Repeat("0", 10) || !strings.Contains(out.stderr, "stdout cut at 10 bytes") {
-			t.Fatalf("exec %d: stdout %q stderr %q", i, out.stdout, out.stderr)
+		if out.res.ExitCode != 0 || out.stdout != strings.Repeat("0", 10)+fmt.Sprintf(runner.CutMarker, 10) ||
+			!strings.Contains(out.stderr, "stdout cut at 10 bytes") || !out.res.OutputTruncated {
+			t.Fatalf("exec %d: stdout %q stderr %q truncated %v", i, out.stdout, out.stderr, out.res.OutputTruncated)
 		}
 	}
 }

@@ -387,11 +387,7 @@ func (x *sessionExec) close() {
 // finish types the exec's outcome from the supervisor's own state (timer,
 // cancel, session) and the checked status record.
 func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd string, st execStatus, stErr error, timedOut, canceled bool) {
-	for _, n := range []string{x.stdout.TruncationNote("stdout"), x.stderr.TruncationNote("stderr")} {
-		if n != "" && req.Stderr != nil {
-			_, _ = io.WriteString(req.Stderr, n)
-		}
-	}
+	defer func(cut bool) { res.OutputTruncated = cut }(ReportTruncation(req.Stderr, x.stdout, x.stderr))
 	ws := unix.WaitStatus(st.wstatus)
 	if stErr == nil && st.phase == phaseRan {
 		switch {

@@ -37,7 +37,8 @@ func runUnsandboxed(ctx context.Context, req Request, res Result, p Policy) Resu
 	stdout := NewCappedWriter(req.Stdout, sb.Limits.Output)
 	tail := NewTailBuffer(StderrTail)
 	cmd.Stdout = stdout
-	cmd.Stderr = io.MultiWriter(NewCappedWriter(req.Stderr, sb.Limits.Output), tail)
+	stderr := NewCappedWriter(req.Stderr, sb.Limits.Output)
+	cmd.Stderr = io.MultiWriter(stderr, tail)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
@@ -69,5 +70,9 @@ func runUnsandboxed(ctx context.Context, req Request, res Result, p Policy) Resu
 	_ = unix.Kill(pgid, unix.SIGKILL)
 	o := Outcome{TimedOut: end.TimedOut, Canceled: end.Canceled, Timeout: req.EffectiveTimeout(), Stderr: tail.String(), Cwd: cmd.Dir}
 	o.ExitCode, o.Signal, _ = ExitOf(cmd.ProcessState, werr)
-	return Classify(res, o, PolicyDenials(p, sb))
+	o.FileSizeLimit = sb.Limits.FileSize
+	cut := ReportTruncation(req.Stderr, stdout, stderr)
+	res = Classify(res, o, PolicyDenials(p, sb))
+	res.OutputTruncated = cut
+	return res
 }

@@ -17,15 +17,20 @@ import (
 // known (the wait itself failed).
 func ExitOf(ps *os.ProcessState, err error) (code int, signal string, ok bool) {
 	ws, ok := waitStatus(ps, err)
-	switch {
-	case !ok:
+	if !ok || (!ws.Signaled() && !ws.Exited()) {
 		return 0, "", false
-	case ws.Signaled():
-		return 128 + int(ws.Signal()), unix.SignalName(ws.Signal()), true
-	case ws.Exited():
-		return ws.ExitStatus(), "", true
 	}
-	return 0, "", false
+	code, signal = exitOfWaitStatus(unix.WaitStatus(ws))
+	return code, signal, true
+}
+
+// exitOfWaitStatus is the exit code of a wait status (128+n after signal n,
+// as shells report it) and the signal's name ("SIGSEGV"), or "".
+func exitOfWaitStatus(ws unix.WaitStatus) (code int, signal string) {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal()), unix.SignalName(ws.Signal())
+	}
+	return ws.ExitStatus(), ""
 }
 
 func waitStatus(ps *os.ProcessState, err error) (syscall.WaitStatus, bool) {

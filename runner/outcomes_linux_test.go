@@ -1,0 +1,90 @@
+package runner_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cordon-run/cordon/runner"
+)
+
+// TestIntegrationSignalReported: a command killed by a signal is reported
+// with the signal's name and 128+n; one that exits 128+n on its own is not
+// said to have been killed.
+func TestIntegrationSignalReported(t *testing.T) {
+	sb := newSandbox(t)
+	out := run(t, sb, "", sh("kill -SEGV $$")...)
+	if out.res.ExitCode != 139 || out.res.Signal != "SIGSEGV" || out.res.FailureType != runner.FailureProcessError {
+		t.Fatalf("kill -SEGV: got exit %d signal %q %s, want 139 SIGSEGV process_error", out.res.ExitCode, out.res.Signal, out.res.FailureType)
+	}
+	out = run(t, sb, "", sh("exit 139")...)
+	if out.res.ExitCode != 139 || out.res.Signal != "" {
+		t.Fatalf("exit 139: got exit %d signal %q, want 139 and no signal", out.res.ExitCode, out.res.Signal)
+	}
+}
+
+// TestIntegrationPidsLimitTyped: a fork the pids controller refuses is
+// typed pids_limit from the cgroup's counter, naming the limit; a command
+// that prints the same words on its own under a limit is not.
+func TestIntegrationPidsLimitTyped(t *testing.T) {
+	if !isRoot() {
+		t.Skip("rootless runs refuse a pids limit (TestIntegrationForkBombVsPids)")
+	}
+	sb := newSandbox(t)
+	sb.Limits.Pids = 16
+	sb.Limits.Timeout = 20 * time.Second
+	out := run(t, sb, "", sh("for i in $(seq 64); do sleep 30 & done || exit 1; wait")...)
+	if out.res.FailureType != runner.FailurePidsLimit || !strings.Contains(out.res.FailureDetail, "process limit of 16 (limits.pids)") {
+		t.Fatalf("fork refused by pids.max: got %s %q, want pids_limit naming the limit", out.res.FailureType, out.res.FailureDetail)
+	}
+	out = run(t, sb, "", sh("echo 'sh: Cannot fork' >&2; exit 2")...)
+	if out.res.FailureType != runner.FailureProcessError {
+		t.Fatalf("a forged fork failure on stderr: got %s, want process_error", out.res.FailureType)
+	}
+}
+
+// TestIntegrationFileSizeLimitTyped: a write past limits.file_size is
+// typed file_size_limit from the wait status (SIGXFSZ), naming the limit.
+func TestIntegrationFileSizeLimitTyped(t *testing.T) {
+	sb := newSandbox(t)
+	sb.Limits.FileSize = 1 << 20
+	out := run(t, sb, "", "/bin/sh", "-c", "exec head -c 2097152 /dev/zero > big")
+	if out.res.FailureType != runner.FailureFileSizeLimit || out.res.Signal != "SIGXFSZ" || out.res.ExitCode != 153 ||
+		!strings.Contains(out.res.FailureDetail, "1MiB (limits.file_size)") {
+		t.Fatalf("write past the file size limit: got exit %d signal %q %s %q, want 153 SIGXFSZ file_size_limit naming 1MiB",
+			out.res.ExitCode, out.res.Signal, out.res.FailureType, out.res.FailureDetail)
+	}
+	if fi, err := os.Stat(filepath.Join(sb.Root, "big")); err != nil || fi.Size() > 1<<20 {
+		t.Fatalf("the file grew past the limit: %v %v", fi, err)
+	}
+	out = run(t, sb, "", "/bin/sh", "-c", "head -c 1000 /dev/zero > small")
+	if out.res.FailureType != runner.FailureNone {
+		t.Fatalf("a write under the limit: got %s", out.res.FailureType)
+	}
+}
+
+// TestIntegrationOutputTruncated: when limits.output cuts a stream, the
+// result says so and the stream carries a marker where it was cut; output
+// under the limit is neither marked nor reported.
+func TestIntegrationOutputTruncated(t *testing.T) {
+	sb := newSandbox(t)
+	sb.Limits.Output = 1000
+	out := run(t, sb, "", sh("head -c 5000 /dev/zero | tr '\\0' a; echo; head -c 3000 /dev/zero | tr '\\0' b >&2")...)
+	if !out.res.OutputTruncated {
+		t.Fatalf("output cut at 1000 bytes: output_truncated not set: %+v", out.res)
+	}
+	marker := fmt.Sprintf(runner.CutMarker, 1000)
+	if !strings.HasSuffix(out.stdout, strings.Repeat("a", 1000)+marker) {
+		t.Fatalf("stdout does not end in the first 1000 bytes and the marker: %q", out.stdout[max(0, len(out.stdout)-200):])
+	}
+	if !strings.Contains(out.stderr, strings.Repeat("b", 1000)+marker) || !strings.Contains(out.stderr, "stdout cut at 1000 bytes") {
+		t.Fatalf("stderr lacks the marker or the note: %q", out.stderr[max(0, len(out.stderr)-300):])
+	}
+	out = run(t, sb, "", sh("echo small")...)
+	if out.res.OutputTruncated || out.stdout != "small\n" {
+		t.Fatalf("output under the limit: truncated=%v stdout=%q", out.res.OutputTruncated, out.stdout)
+	}
+}
