@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/spec"
 )
 
 // TestIntegrationForgedSetupErrorIsTheCommands: a command that prints
@@ -86,5 +88,40 @@ func TestIntegrationNoSetuidFilesForTheHost(t *testing.T) {
 		`/usr/bin/perl -MFcntl -e 'sysopen(my $f, "ok2", O_CREAT|O_WRONLY, 0644) or die "$!"; open(my $g, "<", "ok") or die "$!"'`)...)
 	if out.res.ExitCode != 0 {
 		t.Fatalf("plain modes failed: %+v %s", out.res, out.stderr)
+	}
+}
+
+// TestIntegrationSecretMasksRefuseEveryOpen: under system: host the host's
+// secret files are covered so that every open fails, for reading and for
+// writing, as the policy says (issue 9, item 6); libcontainer's plain
+// /dev/null mask let `echo x > /etc/shadow` and `cat /etc/shadow` exit 0.
+func TestIntegrationSecretMasksRefuseEveryOpen(t *testing.T) {
+	sb := newSandbox(t)
+	var files []string
+	for _, p := range spec.SystemSecrets(sb) {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+			files = append(files, p)
+		}
+	}
+	if len(files) == 0 {
+		t.Skip("this host has none of the secret files")
+	}
+	table, err := mounts.New(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if table.Check(f, true) == nil || table.Check(f, false) == nil {
+			t.Errorf("the policy allows %s", f)
+		}
+		for _, script := range []string{"cat " + f, "echo x > " + f, "echo x >> " + f} {
+			out := run(t, sb, "", sh(script)...)
+			if out.res.ExitCode == 0 || !strings.Contains(out.stderr, "Permission denied") {
+				t.Errorf("%q: exit %d, stderr %q; want a refused open", script, out.res.ExitCode, out.stderr)
+			}
+			if out.stdout != "" {
+				t.Errorf("%q printed %q", script, out.stdout)
+			}
+		}
 	}
 }

@@ -239,7 +239,6 @@ func toOCI(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) (*
 	}
 	mounts = append(mounts, g.mounts...)
 	masked := slices.Clone(dockerMaskedPaths)
-	masked = append(masked, h.secrets(sb)...)
 	masked = append(masked, g.masked...)
 	readonly := append(slices.Clone(dockerReadonlyPaths), sb.Protect...)
 

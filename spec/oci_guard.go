@@ -17,8 +17,8 @@ type guards struct {
 	// mounts are the extra mounts: ancestors bound onto themselves, and
 	// /dev/null over denied files.
 	mounts []specs.Mount
-	// masked are the deny paths still masked by libcontainer (directories
-	// and paths that do not exist).
+	// masked are the deny paths and host secrets still masked by
+	// libcontainer (directories and paths that do not exist).
 	masked []string
 }
 
@@ -47,11 +47,17 @@ func guardMounts(sb *Sandbox, h hostInfo) (guards, error) {
 		z, ok := containingZone(zones, d)
 		fi, err := lstat(hostPathIn(z, ok, d))
 		if err == nil && !fi.IsDir() {
-			opts := []string{"rbind", "nosuid", "nodev", "noexec", "ro"}
-			if h.recursiveRO {
-				opts = append(opts, "rro")
-			}
-			g.mounts = append(g.mounts, specs.Mount{Destination: d, Type: "bind", Source: "/dev/null", Options: opts})
+			g.mounts = append(g.mounts, nullCover(d, h))
+			continue
+		}
+		g.masked = append(g.masked, d)
+	}
+	// The host secrets of system: host get the same cover: libcontainer's
+	// plain mask would let `echo x > /etc/shadow` and `cat /etc/shadow`
+	// both succeed.
+	for _, d := range h.secrets(sb) {
+		if fi, err := lstat(d); err == nil && fi.Mode().IsRegular() {
+			g.mounts = append(g.mounts, nullCover(d, h))
 			continue
 		}
 		g.masked = append(g.masked, d)
@@ -111,6 +117,17 @@ func guardMounts(sb *Sandbox, h hostInfo) (guards, error) {
 		}
 	}
 	return g, errors.Join(problems...)
+}
+
+// nullCover is the mount that hides the file at sandbox path d: /dev/null
+// bound read-only with nodev, so every open of it fails (EACCES), for
+// reading and for writing.
+func nullCover(d string, h hostInfo) specs.Mount {
+	opts := []string{"rbind", "nosuid", "nodev", "noexec", "ro"}
+	if h.recursiveRO {
+		opts = append(opts, "rro")
+	}
+	return specs.Mount{Destination: d, Type: "bind", Source: "/dev/null", Options: opts}
 }
 
 // underProtect reports whether sandbox path p is a protect path or lies

@@ -54,6 +54,10 @@ func goldenLstat(p string) (fs.FileInfo, error) {
 		return fakeInfo{name: ".git", mode: fs.ModeDir | 0o755}, nil
 	case ociWS + "/.env":
 		return fakeInfo{name: ".env", mode: 0o600}, nil
+	case "/etc/shadow", "/etc/gshadow", "/etc/ssh/ssh_host_ed25519_key":
+		return fakeInfo{name: filepath.Base(p), mode: 0o640}, nil
+	case "/etc/ssl/private":
+		return fakeInfo{name: "private", mode: fs.ModeDir | 0o700}, nil
 	}
 	return nil, &fs.PathError{Op: "lstat", Path: p, Err: fs.ErrNotExist}
 }
@@ -923,7 +927,17 @@ func TestOCIMasksAndReadonlyPaths(t *testing.T) {
 	if slices.Contains(s.Linux.MaskedPaths, ociWS+"/.env") {
 		t.Errorf("denied file is also masked: %v", s.Linux.MaskedPaths)
 	}
-	for _, want := range append(append(slices.Clone(dockerMaskedPaths), "/etc/shadow", "/etc/ssl/private"), ociWS+"/secrets") {
+	// So is a host secret file (issue 9, item 6): libcontainer's mask
+	// would accept `echo x > /etc/shadow`.
+	for _, f := range []string{"/etc/shadow", "/etc/gshadow", "/etc/ssh/ssh_host_ed25519_key"} {
+		if m, ok := ociMountAt(s, f); !ok || m.Source != "/dev/null" || !slices.Contains(m.Options, "nodev") || !slices.Contains(m.Options, "ro") {
+			t.Errorf("host secret %s: mount %+v (found %v)", f, m, ok)
+		}
+		if slices.Contains(s.Linux.MaskedPaths, f) {
+			t.Errorf("host secret %s is left to libcontainer's plain mask", f)
+		}
+	}
+	for _, want := range append(append(slices.Clone(dockerMaskedPaths), "/etc/ssl/private"), ociWS+"/secrets") {
 		if !slices.Contains(s.Linux.MaskedPaths, want) {
 			t.Errorf("maskedPaths lacks %s", want)
 		}
