@@ -122,8 +122,8 @@ func TestFilesRefusalIsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = files.Write(filepath.Join(dir, "docs", "brief.md"), "overwritten\n")
-	if !errors.Is(err, mounts.ErrOutsideSandbox) || !strings.Contains(err.Error(), "readable: ") {
-		t.Fatalf("write outside the worker = %v, want ErrOutsideSandbox listing what is readable", err)
+	if !errors.Is(err, mounts.ErrOutsideSandbox) || !strings.Contains(err.Error(), "writable: ") {
+		t.Fatalf("write outside the worker = %v, want ErrOutsideSandbox listing what is writable", err)
 	}
 	if data, _ := os.ReadFile(filepath.Join(dir, "docs", "brief.md")); string(data) != "the brief\n" {
 		t.Errorf("brief.md changed: %q", data)

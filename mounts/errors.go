@@ -74,7 +74,8 @@ type PathError struct {
 	// ErrInvalidPath.
 	Rule string
 	// Allowed lists what is allowed instead: the readable roots for
-	// ErrOutsideSandbox and ErrDenied, the writable roots (with their
+	// ErrOutsideSandbox (the writable ones for a write) and ErrDenied, the
+	// writable roots (with their
 	// protected exceptions) for ErrReadOnly, the suffixes for ErrSuffix.
 	Allowed []string
 	// Size and Limit are the file or content size and the mount's limit, in
@@ -101,7 +102,11 @@ func (e *PathError) Error() string {
 		if e.Rule == RuleNoWorkspace {
 			b.WriteString(" (a relative path needs a workspace, and this sandbox has none)")
 		}
-		fmt.Fprintf(&b, "; readable: %s", allowed)
+		if e.Op == "write" {
+			fmt.Fprintf(&b, "; writable: %s", allowed)
+		} else {
+			fmt.Fprintf(&b, "; readable: %s", allowed)
+		}
 	case ErrDenied:
 		b.WriteString("denied by the sandbox's deny list")
 		if e.where != "" && e.where != e.Path {

@@ -176,6 +176,15 @@ func (t *Table) checkWrite(op, path string, r resolution) error {
 	return nil
 }
 
+// outsideAllowed is what a refusal of a path outside every mount offers
+// instead: the writable roots for a write, the readable ones otherwise.
+func (t *Table) outsideAllowed(op string) []string {
+	if op == "write" {
+		return t.WritableRoots()
+	}
+	return t.ReadableRoots()
+}
+
 // normalize checks path and makes it absolute in the sandbox namespace. It
 // does not clean "..": the walk decides what ".." means after a link.
 func (t *Table) normalize(op, path string) (string, error) {
@@ -193,7 +202,7 @@ func (t *Table) normalize(op, path string) (string, error) {
 	if !strings.HasPrefix(path, "/") {
 		if t.root == "" {
 			return "", &PathError{Op: op, Path: path, Err: ErrOutsideSandbox, Rule: RuleNoWorkspace,
-				Allowed: t.ReadableRoots()}
+				Allowed: t.outsideAllowed(op)}
 		}
 		path = t.root + "/" + path
 		if len(path) > MaxPathLen {
@@ -217,7 +226,7 @@ func (t *Table) walk(op, orig, abs string, policy bool) (resolution, error) {
 	cur := "/"
 	links := 0
 	outside := func() error {
-		return &PathError{Op: op, Path: orig, Err: ErrOutsideSandbox, Allowed: t.ReadableRoots()}
+		return &PathError{Op: op, Path: orig, Err: ErrOutsideSandbox, Allowed: t.outsideAllowed(op)}
 	}
 	denied := func(where string) error {
 		return &PathError{Op: op, Path: orig, Err: ErrDenied, Rule: RuleDeny,

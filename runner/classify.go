@@ -217,6 +217,24 @@ func isReadLine(line string) bool {
 		strings.Contains(l, "cannot open directory") || strings.Contains(l, "failed to read")
 }
 
+// writeWordings are the wordings of tools that were creating, changing or
+// removing a path when they failed ("mkdir: cannot create directory",
+// "touch: cannot touch", "sh: 1: cannot create", Python's "for writing").
+var writeWordings = []string{"cannot create", "cannot touch", "cannot make", "mkdir:", "can't create", "for writing",
+	"cannot write", "cannot overwrite", "cannot move", "cannot remove", "cannot link", "failed to create"}
+
+// isWriteLine reports whether a not-found error on this stderr line is
+// about creating or changing a path, not reading it.
+func isWriteLine(line string) bool {
+	l := strings.ToLower(line)
+	for _, w := range writeWordings {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
 func absolutize(p, cwd string, sb *spec.Sandbox) string {
 	if strings.HasPrefix(p, "~/") {
 		return "" // the sandbox's HOME is not the host's; do not guess
@@ -246,12 +264,9 @@ func explain(p Policy, sb *spec.Sandbox, path, line string, kind errnoKind) (Den
 		}
 		fallthrough
 	case errReadOnly:
+		// A write was refused: the message says what IS writable, even
+		// when the path is not readable either.
 		if err := p.Check(path, true); err != nil {
-			// A write was refused. If the path is not even readable, the
-			// read check gives the better message.
-			if rerr := p.Check(path, false); rerr != nil {
-				err = rerr
-			}
 			return Denial{Path: path, Detail: err.Error()}, true
 		}
 	case errBusy:
@@ -274,7 +289,13 @@ func explain(p Policy, sb *spec.Sandbox, path, line string, kind errnoKind) (Den
 			// Hidden by the sandbox but present on the host (the path or,
 			// for a file being created, its directory): the policy explains
 			// the failure. A path missing on the host too is just a missing
-			// file.
+			// file. A create ("cannot create", "Directory nonexistent") is
+			// told what IS writable.
+			if kind == errNoParent || isWriteLine(line) {
+				if werr := p.Check(path, true); werr != nil {
+					err = werr
+				}
+			}
 			if _, serr := os.Lstat(path); serr == nil {
 				return Denial{Path: path, Detail: err.Error()}, true
 			}

@@ -88,3 +88,24 @@ func TestIntegrationOutputTruncated(t *testing.T) {
 		t.Fatalf("output under the limit: truncated=%v stdout=%q", out.res.OutputTruncated, out.stdout)
 	}
 }
+
+// TestIntegrationWriteOutsideEveryMount: a write to a path no mount covers
+// is reported as a write, with what IS writable, not as a read; nothing is
+// created on the host.
+func TestIntegrationWriteOutsideEveryMount(t *testing.T) {
+	sb := newSandbox(t)
+	for _, tc := range []struct{ script, path string }{
+		{"echo x > /srv/cordon-outcomes-x", "/srv/cordon-outcomes-x"},
+		{"mkdir /opt/cordon-outcomes-d", "/opt/cordon-outcomes-d"},
+	} {
+		if _, err := os.Stat(filepath.Dir(tc.path)); err != nil {
+			t.Fatalf("this test needs %s on the host: %v", filepath.Dir(tc.path), err)
+		}
+		out := run(t, sb, "", sh(tc.script)...)
+		want := "cannot write " + tc.path + ": outside the sandbox; writable: " + sb.Root
+		if out.res.FailureType != runner.FailureSandboxDenied || out.res.BlockedPath != tc.path || !strings.HasPrefix(out.res.FailureDetail, want) {
+			t.Fatalf("%s: got %s %q %q, want sandbox_denied at %s starting %q", tc.script, out.res.FailureType, out.res.BlockedPath, out.res.FailureDetail, tc.path, want)
+		}
+		mustNotExist(t, tc.path)
+	}
+}

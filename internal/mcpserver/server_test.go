@@ -55,7 +55,7 @@ type hostileRow struct {
 func hostileFileRows(f fixture) []hostileRow {
 	return []hostileRow{
 		{"traversal read", "read", map[string]any{"path": "../../etc/passwd"}, []string{"outside the sandbox", "readable: ", f.ws + " (rw)"}, "outside"},
-		{"traversal write", "write", map[string]any{"path": "../outside/new.txt", "content": "x"}, []string{"outside the sandbox", "readable: "}, "outside"},
+		{"traversal write", "write", map[string]any{"path": "../outside/new.txt", "content": "x"}, []string{"outside the sandbox", "writable: "}, "outside"},
 		{"absolute system write", "write", map[string]any{"path": "/etc/passwd", "content": "x"}, []string{"read-only", "writable: ", f.ws + " (except "}, "readonly"},
 		{"host secret", "read", map[string]any{"path": "/etc/shadow"}, []string{"deny list", "readable: "}, "deny"},
 		{"symlink out (absolute)", "read", map[string]any{"path": "escape/.bashrc"}, []string{"outside the sandbox", "readable: "}, "outside"},
