@@ -24,7 +24,14 @@ import (
 // elapses while cordon builds the spec, and libcontainer's attach a few
 // milliseconds later finds the lock warm. Any failure is ignored: it is
 // only an optimization.
+//
+// It is v1 work: on cgroup v2 libcontainer starts the init straight in its
+// cgroup (clone3 with CLONE_INTO_CGROUP) and no attach waits for the lock,
+// so nothing is done there.
 func prewarmCgroupLock() {
+	if cgroups.IsCgroup2UnifiedMode() {
+		return
+	}
 	// One prewarm serves one run: skip when one started moments ago (the
 	// CLI starts it early, then Run asks again).
 	now := time.Now().UnixNano()
@@ -66,19 +73,10 @@ func startPrewarm() {
 }
 
 // ownCgroupProcs returns the cgroup.procs file of the cgroup this process
-// is in: the unified one on cgroup v2, the pids (or any mounted) v1
-// hierarchy's otherwise.
+// is in, in the pids (or any mounted) cgroup v1 hierarchy.
 func ownCgroupProcs() string {
 	data, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
-		return ""
-	}
-	if cgroups.IsCgroup2UnifiedMode() {
-		for _, line := range strings.Split(string(data), "\n") {
-			if p, ok := strings.CutPrefix(line, "0::"); ok {
-				return filepath.Join("/sys/fs/cgroup", p, "cgroup.procs")
-			}
-		}
 		return ""
 	}
 	for _, want := range []string{"pids", "cpu", "memory"} {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/opencontainers/cgroups"
-	"golang.org/x/sys/unix"
 )
 
 // Doctor reports what this host can enforce: whether cordon runs as root,
@@ -18,8 +17,11 @@ func Doctor() []Capability {
 	root := os.Geteuid() == 0
 	caps = append(caps, Capability{"root", root, map[bool]string{
 		true:  "running as root: cgroup limits are enforced; the command still runs with no capabilities and no_new_privs",
-		false: fmt.Sprintf("running as uid %d: rootless mode in a user namespace; memory, pids and cpu limits need root", os.Geteuid()),
+		false: fmt.Sprintf("running as uid %d: rootless mode in a user namespace", os.Geteuid()),
 	}[root]})
+	if !root {
+		caps = append(caps, rootlessLimitsCap(rootlessCgroup()))
+	}
 	userns := userNamespacesAvailable()
 	caps = append(caps, Capability{"user namespaces", userns, map[bool]string{
 		true:  "unprivileged user namespaces are enabled",
@@ -27,7 +29,7 @@ func Doctor() []Capability {
 	}[userns]})
 	switch {
 	case cgroups.IsCgroup2UnifiedMode():
-		caps = append(caps, Capability{"cgroups", true, "cgroup v2 (unified)" + delegation()})
+		caps = append(caps, Capability{"cgroups", true, "cgroup v2 (unified)"})
 	default:
 		detail := "cgroup v1"
 		if _, err := os.Stat("/sys/fs/cgroup/unified/cgroup.controllers"); err == nil {
@@ -42,9 +44,6 @@ func Doctor() []Capability {
 		ok := len(missing) == 0
 		if !ok {
 			detail += "; missing controllers: " + strings.Join(missing, ", ")
-		}
-		if !root {
-			detail += "; no delegation for unprivileged users"
 		}
 		caps = append(caps, Capability{"cgroups", ok, detail})
 	}
@@ -63,20 +62,19 @@ func Doctor() []Capability {
 	return append(caps, limitationCaps(LocalBackend())...)
 }
 
-func delegation() string {
-	data, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return ""
+// rootlessLimitsCap says which way this host offers a rootless user
+// memory, pids and cpu limits: a delegated cgroup v2 subtree, or none.
+func rootlessLimitsCap(d delegation) Capability {
+	want := []string{"memory", "pids", "cpu"}
+	ok, why := d.enforces(want)
+	switch {
+	case ok:
+		return Capability{"rootless limits", true, "delegated cgroup " + d.Base + " (controllers: " + strings.Join(d.Controllers, " ") +
+			"): memory, pids and cpus limits are enforced in a child cgroup per run; its processes move into " + d.Base + "/" + leafCgroup + " when the controllers are first enabled"}
+	case d.Base != "" && len(d.missingControllers(want)) < len(want):
+		return Capability{"rootless limits", false, "partly: " + why}
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			if unix.Access(filepath.Join("/sys/fs/cgroup", p, "cgroup.subtree_control"), unix.W_OK) == nil {
-				return "; this user's cgroup " + p + " is writable (delegated)"
-			}
-			return "; this user's cgroup " + p + " is not delegated"
-		}
-	}
-	return ""
+	return Capability{"rootless limits", false, why + "; memory, pids and cpus limits are refused (or dropped with require_os_sandbox: false); " + delegationFix}
 }
 
 func seccompKernel() bool {

@@ -85,7 +85,7 @@ var gapTable = []gapRule{
 	},
 	{
 		key:      "limits",
-		summary:  "memory, pids and cpus limits (no cgroup): refused, or not enforced",
+		summary:  "memory, pids and cpus limits (no cgroup; rootless: unless a cgroup v2 subtree is delegated to the user): refused, or not enforced",
 		backends: []Backend{BackendRootless, BackendSeatbelt},
 		find:     findLimits,
 		narrow:   func(eff *spec.Sandbox) { eff.Limits.Memory, eff.Limits.Pids, eff.Limits.CPUs = 0, 0, 0 },
@@ -149,7 +149,11 @@ func findLimits(b Backend, sb *spec.Sandbox, refuse bool) []string {
 		if len(lim) == 0 {
 			return nil
 		}
-		return []string{"limits " + strings.Join(lim, ", ") + ": rootless runs have no cgroup to enforce them (run as root)"}
+		ok, why := rootlessCgroup().enforces(limitControllers(sb))
+		if ok {
+			return nil
+		}
+		return []string{"limits " + strings.Join(lim, ", ") + ": " + why + "; " + delegationFix}
 	}
 	var out []string
 	for _, x := range []struct {
@@ -250,12 +254,26 @@ func (e Enforcement) UnenforcedKeys() []string {
 	return out
 }
 
+// listedFor reports whether rule is a limitation of backend b on this
+// host: the rootless limits row is not when the user's delegated cgroup
+// offers every controller.
+func (rule gapRule) listedFor(b Backend) bool {
+	if !slices.Contains(rule.backends, b) {
+		return false
+	}
+	if rule.key == "limits" && b == BackendRootless {
+		ok, _ := rootlessCgroup().enforces([]string{"memory", "pids", "cpu"})
+		return !ok
+	}
+	return true
+}
+
 // Limitations lists what backend b cannot enforce at all, one line per row
 // of the table, for doctor.
 func Limitations(b Backend) []string {
 	var out []string
 	for _, rule := range gapTable {
-		if slices.Contains(rule.backends, b) {
+		if rule.listedFor(b) {
 			out = append(out, rule.key+": "+rule.summary)
 		}
 	}
@@ -266,7 +284,7 @@ func Limitations(b Backend) []string {
 func limitationCaps(b Backend) []Capability {
 	var caps []Capability
 	for _, rule := range gapTable {
-		if slices.Contains(rule.backends, b) {
+		if rule.listedFor(b) {
 			caps = append(caps, Capability{Name: "not enforced: " + rule.key, OK: false, Detail: rule.summary + " (" + string(b) + ")"})
 		}
 	}

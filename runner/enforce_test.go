@@ -16,6 +16,7 @@ import (
 // sandbox the backend builds (narrower, never wider) and reported, except
 // the parts whose dropping would change what the sandbox means.
 func TestEnforce(t *testing.T) {
+	withDelegation(t, noDelegation)
 	allow := func(s *spec.Sandbox) { s.Network = spec.Network{Enabled: true, Allow: []string{"github.com:443"}} }
 	limits := func(s *spec.Sandbox) { s.Limits = spec.Limits{Memory: 1 << 30, Pids: 100, CPUs: 1.5, Timeout: 5e9} }
 	remap := func(s *spec.Sandbox) { s.Mounts = []spec.Mount{{Source: "/src/cache", Target: "/cache"}} }
@@ -90,6 +91,7 @@ func sameSandbox(a, b *spec.Sandbox) bool {
 // TestUnenforceableErrorMessages: a Linux refusal names the way out once; a
 // Seatbelt refusal's sentences carry their own.
 func TestUnenforceableErrorMessages(t *testing.T) {
+	withDelegation(t, noDelegation)
 	sb := &spec.Sandbox{Root: "/w", RequireOSSandbox: true, Network: spec.Network{Enabled: true, Allow: []string{"a.org"}}}
 	msg := Enforce(BackendLibcontainer, sb).Err().Error()
 	if !strings.HasPrefix(msg, "this Linux host cannot enforce this sandbox: network allow list (a.org)") || !strings.HasSuffix(msg, "(cordon then reports what was not enforced)") {
@@ -110,6 +112,7 @@ func TestUnenforceableErrorMessages(t *testing.T) {
 // TestPlan: one call refuses (and builds no spec) or drops and translates,
 // recording what was dropped in the spec.
 func TestPlan(t *testing.T) {
+	withDelegation(t, noDelegation)
 	sb := &spec.Sandbox{Root: t.TempDir(), System: spec.System{Kind: spec.SystemNone}, RequireOSSandbox: true,
 		Network: spec.Network{Enabled: true, Allow: []string{"a.org"}}, Limits: spec.Limits{Memory: 64 << 20}}
 	host := spec.ModernHost()

@@ -71,5 +71,9 @@ func SpecPlan(sb *spec.Sandbox, args []string) (*spec.Plan, Enforcement, error) 
 		cwd = sb.Root
 	}
 	b := linuxBackend()
-	return Plan(b, sb, process(args, cwd, false), runOptions(b, "ID", "/run/cordon/runs/ID/rootfs", ProbeHost()))
+	ro := runOptions(b, "ID", "/run/cordon/runs/ID/rootfs", ProbeHost())
+	if b == BackendRootless && sb != nil {
+		ro.CgroupsPath = rootlessCgroupsPath(sb, "ID")
+	}
+	return Plan(b, sb, process(args, cwd, false), ro)
 }

@@ -34,6 +34,7 @@ var setupSteps = []setupStep{
 	{"preflight", (*linuxRun).preflight},
 	{"plan", (*linuxRun).plan},
 	{"state", (*linuxRun).beginState},
+	{"cgroup", (*linuxRun).delegatedCgroup},
 	{"placeholders", (*linuxRun).placeholders},
 	{"config", (*linuxRun).libcontainerConfig},
 	{"seccomp", (*linuxRun).seccomp},
@@ -81,8 +82,11 @@ func (run *linuxRun) plan() error {
 	if run.cwd == "" {
 		run.cwd = req.Sandbox.Root
 	}
-	p, enf, err := Plan(r.backend(), req.Sandbox, process(req.Args, run.cwd, req.TTY),
-		runOptions(r.backend(), run.id, r.state.rootfs(run.id), run.host))
+	ro := runOptions(r.backend(), run.id, r.state.rootfs(run.id), run.host)
+	if r.rootless {
+		ro.CgroupsPath = rootlessCgroupsPath(req.Sandbox, run.id)
+	}
+	p, enf, err := Plan(r.backend(), req.Sandbox, process(req.Args, run.cwd, req.TTY), ro)
 	run.res.Unenforced = enf.UnenforcedDetails()
 	if err != nil {
 		return err
@@ -110,6 +114,23 @@ func (run *linuxRun) beginState() error {
 		unlock()
 		run.ph.mark("cleanup")
 	})
+	return nil
+}
+
+// delegatedCgroup readies the user's delegated cgroup for a rootless run
+// with limits (see prepareDelegated); the run's own cgroup, a child of it,
+// is libcontainer's to create and remove.
+func (run *linuxRun) delegatedCgroup() error {
+	p := ""
+	if run.oci.Linux != nil {
+		p = run.oci.Linux.CgroupsPath
+	}
+	if !run.r.rootless || p == "" {
+		return nil
+	}
+	if err := prepareDelegated(filepath.Dir(p), limitControllers(run.eff)); err != nil {
+		return fmt.Errorf("%w: %w; %s", ErrUnenforceable, err, delegationFix)
+	}
 	return nil
 }
 

@@ -1,0 +1,72 @@
+package runner
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cordon-run/cordon/spec"
+)
+
+// noDelegation is a host whose rootless users have no delegated cgroup.
+var noDelegation = delegation{Problem: "cgroup v1 has no delegation to unprivileged users, so rootless runs have no cgroup to enforce them"}
+
+// withDelegation makes rootlessCgroup report d for the rest of t.
+func withDelegation(t *testing.T, d delegation) {
+	t.Helper()
+	old := rootlessCgroup
+	rootlessCgroup = func() delegation { return d }
+	t.Cleanup(func() { rootlessCgroup = old })
+}
+
+// TestRootlessLimitsDelegation: a rootless run's limits are enforced when
+// the user's delegated cgroup offers their controllers, in a child cgroup
+// per run; otherwise they are refused, naming what is missing and the way
+// out, and the run gets no cgroup path.
+func TestRootlessLimitsDelegation(t *testing.T) {
+	full := delegation{Base: "/user.slice/user-4242", Controllers: []string{"cpu", "memory", "pids"}}
+	pidsOnly := delegation{Base: "/user.slice/user-4242", Controllers: []string{"pids"}}
+	sb := func(l spec.Limits) *spec.Sandbox {
+		return &spec.Sandbox{Root: "/w", System: spec.System{Kind: spec.SystemHost}, RequireOSSandbox: true, Limits: l}
+	}
+	all := spec.Limits{Memory: 64 << 20, Pids: 10, CPUs: 0.5}
+	tests := []struct {
+		name    string
+		d       delegation
+		limits  spec.Limits
+		path    string
+		refusal []string // substrings of the refusal; nil: none
+	}{
+		{"delegated: all enforced", full, all, "/user.slice/user-4242/cordon-r1", nil},
+		{"delegated, no limits: no cgroup", full, spec.Limits{Timeout: 5e9}, "", nil},
+		{"controllers missing", pidsOnly, all, "", []string{"limits memory, pids, cpus", "lacks the memory, cpu controller", "Delegate=memory pids cpu"}},
+		{"only the delegated controller", pidsOnly, spec.Limits{Pids: 10}, "/user.slice/user-4242/cordon-r1", nil},
+		{"no delegation", noDelegation, spec.Limits{Memory: 64 << 20}, "", []string{"no cgroup to enforce them", "systemd-run --user --scope -p Delegate=yes", "or run as root"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			withDelegation(t, tt.d)
+			s := sb(tt.limits)
+			if got := rootlessCgroupsPath(s, "r1"); got != tt.path {
+				t.Errorf("cgroups path %q, want %q", got, tt.path)
+			}
+			err := Enforce(BackendRootless, s).Err()
+			if (err != nil) != (tt.refusal != nil) {
+				t.Fatalf("Err() = %v, want a refusal: %v", err, tt.refusal != nil)
+			}
+			for _, want := range tt.refusal {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("refusal %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+	withDelegation(t, full)
+	if l := Limitations(BackendRootless); slices.ContainsFunc(l, func(s string) bool { return strings.HasPrefix(s, "limits:") }) {
+		t.Errorf("Limitations(rootless) with delegation lists limits: %q", l)
+	}
+	withDelegation(t, noDelegation)
+	if l := Limitations(BackendRootless); !slices.ContainsFunc(l, func(s string) bool { return strings.HasPrefix(s, "limits:") }) {
+		t.Errorf("Limitations(rootless) without delegation misses limits: %q", l)
+	}
+}
