@@ -6,18 +6,18 @@ TOOLS   ?= $(CURDIR)/bin/tools
 MODULE  := github.com/cordon-run/cordon
 export CGO_ENABLED = 1
 
-.PHONY: help build test unit integration rootless lint cross bench fuzz deps clean
+.PHONY: help build test unit integration rootless vm lint cross bench fuzz deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-deps: ## install what the build and the tests need on a bare machine (libseccomp-dev, bubblewrap, runc)
+deps: ## install what the build and the tests need on a bare machine (libseccomp-dev, bubblewrap, runc, qemu, busybox-static)
 	@bash hack/deps.sh
 
 build: deps ## build bin/cordon (with seccomp)
 	$(GO) build -tags '$(TAGS)' -trimpath -ldflags '-s -w' -o $(BIN) ./cmd/cordon
 
-test: deps lint cross unit integration rootless ## run every test: lint, cross builds, unit, integration as root and rootless
+test: deps lint cross unit integration rootless vm ## run every test: lint, cross builds, unit, integration as root and rootless, the cgroup v2 VM
 
 unit: deps ## unit and integration tests of every package (as the current user)
 	$(GO) test -tags '$(TAGS)' -count=1 ./...
@@ -27,6 +27,9 @@ integration: deps build ## end-to-end tests of the cordon binary and the escape 
 
 rootless: deps build ## the runner's integration tests and the escape suite again as an unprivileged user (setpriv)
 	bash hack/test-rootless.sh
+
+vm: deps build ## the cgroup v2 lane: boot a VM (qemu, no KVM needed) and run cordon's run, limit, timeout and leftover cases as root and as a delegated user
+	bash hack/vm/run.sh $(BIN)
 
 lint: ## gofmt, goimports grouping, go vet and staticcheck (linux and darwin), and the size rules of STYLE.md
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what cordon's build and tests need, where it is missing: a C
 # toolchain and libseccomp headers for runc's seccomp support, and the peers
-# the benchmarks compare against (bubblewrap, runc).
+# the benchmarks compare against (bubblewrap, runc), and the cgroup v2 VM
+# lane's qemu and static busybox (hack/vm; its kernel is fetched there).
 set -Eeuo pipefail
 
 need=()
@@ -12,6 +13,9 @@ command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
+# A static busybox: the VM's initramfs has no libraries for it.
+{ command -v busybox >/dev/null 2>&1 && ! ldd "$(command -v busybox)" >/dev/null 2>&1; } || need+=(busybox-static)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -1,0 +1,183 @@
+#!/bin/sh
+# The VM lane's cases, run by hack/vm/init inside a cgroup v2 VM as root. Each
+# case runs as root, then as uid 4242 in a cgroup delegated the way systemd
+# delegates user@.service (root creates user.slice/user-4242 with the
+# controllers enabled and chowns it), then the refusal of limits to a user
+# with no delegation (uid 4243). It prints "PASS name" or "FAIL name: why"
+# per case; hack/vm/run.sh counts them.
+ok() { echo "PASS $1"; }
+bad() { echo "FAIL $1: $2"; }
+
+cg=/sys/fs/cgroup
+deleg=$cg/user.slice/user-4242
+
+# field FILE KEY prints the value of a JSON report's "KEY": "value" or number.
+field() { sed -n "s/^  \"$2\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "$1" | head -n 1; }
+
+# as WHO CMD...: runs CMD as root or as uid 4242/4243 (setpriv), in WHO's
+# workspace, with WHO's environment.
+as() {
+  who=$1
+  shift
+  case $who in
+    root) (cd /root/ws && env HOME=/root "$@") ;;
+    *) (cd /home/$who/ws && /usr/bin/setpriv --reuid="$who" --regid="$who" --clear-groups --inh-caps=-all \
+      env -i HOME=/home/$who TMPDIR=/home/$who/tmp PATH=/bin:/usr/bin "$@") ;;
+  esac
+}
+
+# crun WHO NAME ARGS...: cordon run ARGS as WHO, report in /tmp/NAME.WHO.json,
+# stderr in /tmp/NAME.WHO.err.
+crun() {
+  who=$1 name=$2
+  shift 2
+  rep=/tmp/$name.$who.json
+  rm -f "$rep"
+  as "$who" cordon run --report "$rep" "$@" >/tmp/$name.$who.out 2>/tmp/$name.$who.err
+  echo $? >/tmp/$name.$who.rc
+  [ -f "$rep" ] && chmod 644 "$rep"
+  return 0
+}
+
+# expect CASE WHO TYPE: the run's report says failure_type TYPE.
+expect() {
+  rep=/tmp/$1.$2.json
+  got=$(field "$rep" failure_type 2>/dev/null)
+  if [ "$got" = "$3" ]; then
+    ok "$1 ($2): $3"
+  else
+    bad "$1 ($2)" "failure_type '$got', want $3; rc $(cat /tmp/$1.$2.rc); stderr: $(tail -n 3 /tmp/$1.$2.err | tr '\n' ' ')"
+  fi
+}
+
+# runcg WHO: the cgroup directory a run of WHO lives in (parent of cordon-*).
+runcg() { if [ "$1" = root ]; then echo $cg/cordon; else echo $deleg; fi; }
+
+case_run() {
+  crun "$1" run --timeout 60s -- sh -c 'echo hello-from-the-sandbox; id -u'
+  if [ "$(head -n 1 /tmp/run.$1.out)" = hello-from-the-sandbox ]; then expect run "$1" none; else
+    bad "run ($1)" "stdout '$(cat /tmp/run.$1.out)', stderr: $(tail -n 3 /tmp/run.$1.err | tr '\n' ' ')"; fi
+}
+
+case_memory() {
+  # dd's 64 MiB buffer is touched in full by its one read: over a 32 MiB limit.
+  crun "$1" oom --timeout 60s --memory 32MiB -- dd if=/dev/zero of=/dev/null bs=64M count=1
+  expect oom "$1" oom
+}
+
+case_pids() {
+  crun "$1" pids --timeout 60s --pids 8 -- sh -c 'i=0; while [ $i -lt 20 ]; do sleep 30 & i=$((i+1)); done; wait'
+  t=$(field /tmp/pids.$1.json failure_type)
+  case $t in
+    pids_limit) ok "pids ($1): pids_limit" ;;
+    process_error)
+      if grep -q "fork" /tmp/pids.$1.err; then ok "pids ($1): fork refused (process_error; no pids_limit type yet)"; else
+        bad "pids ($1)" "process_error without a fork failure: $(tail -n 3 /tmp/pids.$1.err | tr '\n' ' ')"; fi ;;
+    *) bad "pids ($1)" "failure_type '$t'; stderr: $(tail -n 3 /tmp/pids.$1.err | tr '\n' ' ')" ;;
+  esac
+}
+
+case_cpu() {
+  # A busy loop under cpus: 0.5 runs until its timeout; meanwhile its cgroup
+  # must carry the quota and be throttled.
+  dir=$(as "$1" pwd)
+  printf 'sandbox:\n  root: .\n  system: host\n  require_os_sandbox: true\n  limits: {cpus: 0.5, timeout: 6s}\naudit_required: false\n' >/tmp/cpu.yaml
+  cp /tmp/cpu.yaml "$dir/cpu.yaml"
+  [ "$1" = root ] || chown "$1" "$dir/cpu.yaml"
+  crun "$1" cpu --config cpu.yaml -- sh -c 'while :; do :; done' &
+  bg=$!
+  base=$(runcg "$1") quota="" throttled=0 i=0
+  while [ $i -lt 600 ] && kill -0 $bg 2>/dev/null; do
+    for d in "$base"/cordon-*; do
+      [ -f "$d/cpu.max" ] || continue
+      quota=$(cat "$d/cpu.max")
+      throttled=$(sed -n 's/^nr_throttled //p' "$d/cpu.stat")
+    done
+    [ "${throttled:-0}" -gt 0 ] && break
+    i=$((i + 1))
+    sleep 0.1
+  done
+  wait $bg
+  if [ "$quota" != "50000 100000" ]; then bad "cpu ($1)" "cpu.max '$quota', want '50000 100000'"
+  elif [ "${throttled:-0}" -le 0 ]; then bad "cpu ($1)" "never throttled"
+  else expect cpu "$1" timeout; fi
+}
+
+case_timeout() {
+  crun "$1" timeout --timeout 1s -- sh -c 'sleep 30 & sleep 30'
+  expect timeout "$1" timeout
+}
+
+# case_leftovers: no run's cgroup, state or process is left.
+case_leftovers() {
+  left=""
+  for d in "$(runcg "$1")"/cordon-*; do [ -d "$d" ] && left="$left cgroup:$d"; done
+  if [ "$1" = root ]; then st=/run/cordon; else st=/home/$1/tmp/cordon-$1; fi
+  for d in "$st"/runs/* "$st"/lc/*; do [ -e "$d" ] && left="$left state:$d"; done
+  for p in /proc/[0-9]*; do
+    c=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)
+    case $c in "sleep 30"*|*"while :"*) left="$left process:${p#/proc/}($c)" ;; esac
+  done
+  if [ -z "$left" ]; then ok "leftovers ($1): none"; else bad "leftovers ($1)" "$left"; fi
+}
+
+# The refusal for a user without delegation must name what would make it work.
+case_refusal() {
+  crun "$1" refused --timeout 60s --memory 32MiB -- true
+  if [ "$(cat /tmp/refused.$1.rc)" != 0 ] && grep -q "delegat" /tmp/refused.$1.err && grep -q "systemd-run --user --scope" /tmp/refused.$1.err; then
+    ok "refusal ($1): limits refused with the way out"
+  else
+    bad "refusal ($1)" "rc $(cat /tmp/refused.$1.rc); stderr: $(tail -n 3 /tmp/refused.$1.err | tr '\n' ' ')"
+  fi
+  case_leftovers "$1"
+}
+
+# Cold start: the same short run ten times, timed here (ms per run); hack/vm/run.sh times it on the
+# host and prints the ratio.
+case_coldstart() {
+  t0=$(cut -d' ' -f1 /proc/uptime)
+  i=0
+  failed=0
+  while [ $i -lt 10 ]; do as root cordon run -- true >/dev/null 2>&1 || failed=1; i=$((i + 1)); done
+  t1=$(cut -d' ' -f1 /proc/uptime)
+  [ $failed = 0 ] && echo "COLDSTART-MS $(echo "$t0 $t1" | awk '{printf "%d", ($2 - $1) * 100}')"
+}
+
+setup() {
+  mkdir -p /etc /root/ws
+  printf 'root:x:0:0:root:/root:/bin/sh\nu4242:x:4242:4242::/home/4242:/bin/sh\nu4243:x:4243:4243::/home/4243:/bin/sh\n' >/etc/passwd
+  printf 'root:x:0:\nu4242:x:4242:\nu4243:x:4243:\n' >/etc/group
+  for u in 4242 4243; do
+    mkdir -p /home/$u/ws /home/$u/tmp
+    chown -R $u:$u /home/$u
+  done
+  # What systemd does for user@4242.service (Delegate=yes).
+  mkdir -p $deleg
+  echo "+memory +pids +cpu" >$cg/user.slice/cgroup.subtree_control
+  chown 4242:4242 $deleg $deleg/cgroup.procs $deleg/cgroup.subtree_control $deleg/cgroup.threads
+  # uid 4243 gets a cgroup it does not own: no delegation.
+  mkdir -p $cg/user.slice/user-4243
+}
+
+# With "cases WHO", run every case as WHO (this process must already be in
+# the cgroup WHO's runs start from); the header above is shared.
+if [ "$1" = refusal ]; then
+  case_refusal "$2"
+  exit 0
+fi
+if [ "$1" = cases ]; then
+  for c in run memory pids cpu timeout leftovers; do case_$c "$2"; done
+  exit 0
+fi
+
+setup
+echo "== cgroup v2 ($(cat $cg/cgroup.subtree_control)), kernel $(uname -r)"
+echo "== as root"
+sh "$0" cases root
+echo "== as uid 4242, from the cgroup delegated to it ($deleg)"
+# shellcheck disable=SC2016
+sh -c 'echo $$ >"$1/cgroup.procs" && exec sh "$0" cases 4242' "$0" "$deleg"
+echo "== as uid 4243, with no delegated cgroup"
+# shellcheck disable=SC2016
+sh -c 'echo $$ >"$1/cgroup.procs" && exec sh "$0" refusal 4243' "$0" "$cg/user.slice/user-4243"
+case_coldstart
