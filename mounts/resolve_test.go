@@ -227,7 +227,7 @@ func TestWriteRules(t *testing.T) {
 
 	// rw inside ro: a read-only workspace with a writable output mount.
 	base := t.TempDir()
-	mkTree(t, base, "file ws/x ro", "dir outsrc")
+	mkTree(t, base, "file ws/x ro", "dir ws/out", "dir outsrc")
 	ro, err := New(&spec.Sandbox{Root: filepath.Join(base, "ws"), Readonly: true,
 		Mounts: []spec.Mount{{Source: filepath.Join(base, "outsrc"), Target: filepath.Join(base, "ws", "out")}}})
 	if err != nil {

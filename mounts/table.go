@@ -105,6 +105,11 @@ func New(sb *spec.Sandbox) (*Table, error) {
 		user = append(user, Entry{Target: tgt, Source: src, Readonly: m.Readonly, Name: m.Name,
 			Origin: OriginMount, Suffixes: append([]string(nil), m.Suffixes...), MaxFileBytes: m.MaxFileBytes})
 	}
+	for i := range sb.Mounts {
+		if prob, fix := spec.MountPointProblem(sb, i); prob != "" {
+			errs = append(errs, fmt.Errorf("%w: mounts[%d].target %s; %s", ErrInvalidSandbox, i, prob, fix))
+		}
+	}
 	seen := map[string]string{}
 	for _, e := range user {
 		if prev, dup := seen[e.Target]; dup {

@@ -125,3 +125,37 @@ func TestIntegrationSecretMasksRefuseEveryOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegrationMountPointInReadOnlyDirRefused: a mount whose target lies
+// in a directory that is read-only in the sandbox (/etc under system: host,
+// a read-only workspace) and does not exist there is refused by the one
+// rule the loader, the mount table (cordon check and explain) and the
+// runner share, before anything starts, with the field and the fix named;
+// nothing is created on the host (issue 9, item 9).
+func TestIntegrationMountPointInReadOnlyDirRefused(t *testing.T) {
+	src := t.TempDir()
+	for _, tc := range []struct {
+		name     string
+		target   func(sb *spec.Sandbox) string
+		readonly bool
+	}{
+		{"under /etc", func(*spec.Sandbox) string { return "/etc/cordon-test-mountpoint" }, false},
+		{"under a read-only workspace", func(sb *spec.Sandbox) string { return filepath.Join(sb.Root, "out") }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sb := newSandbox(t)
+			sb.Readonly = tc.readonly
+			target := tc.target(sb)
+			sb.Mounts = []spec.Mount{{Source: src, Target: target}}
+			if _, err := mounts.New(sb); err == nil || !strings.Contains(err.Error(), "mounts[0].target") {
+				t.Errorf("the mount table (cordon check, explain) accepts it: %v", err)
+			}
+			out := run(t, sb, "", "true")
+			if out.res.FailureType != runner.FailureSetupError || !strings.Contains(out.res.FailureDetail, "mounts[0].target") ||
+				!strings.Contains(out.res.FailureDetail, "read-only in the sandbox") {
+				t.Errorf("run: %+v", out.res)
+			}
+			mustNotExist(t, target)
+		})
+	}
+}

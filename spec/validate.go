@@ -284,6 +284,9 @@ func validateSandbox(sb *Sandbox, d *decoder) {
 				targets[m.Target] = i
 			}
 		}
+		if prob, fix := MountPointProblem(sb, i); prob != "" {
+			d.fail(tf, d.line(tf), prob, fix)
+		}
 		if m.Name == "" {
 			continue
 		}
