@@ -159,3 +159,31 @@ func TestIntegrationMountPointInReadOnlyDirRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegrationSystemNoneRefusedOrRuns: `system: none` without the
+// runtime directories is refused up front as a setup_error that says why
+// and what to mount (cordon's own PID 1 is dynamically linked), instead of
+// every command failing as sandbox_denied "exec /proc/self/exe"; with them
+// mounted read-only, as the strict profile does, a command runs (issue 9,
+// item 8).
+func TestIntegrationSystemNoneRefusedOrRuns(t *testing.T) {
+	sb := newSandbox(t)
+	sb.System = spec.System{Kind: spec.SystemNone}
+	marker := filepath.Join(sb.Root, "ran")
+	out := run(t, sb, "", "/bin/touch", marker)
+	if out.res.FailureType != runner.FailureSetupError || out.res.ExitCode != runner.ExitSetupError ||
+		!strings.Contains(out.res.FailureDetail, "system: none") || !strings.Contains(out.res.FailureDetail, "readonly: true") {
+		t.Errorf("system: none without runtime mounts: %+v", out.res)
+	}
+	mustNotExist(t, marker)
+	for _, d := range spec.ExistingDirs(spec.RuntimeDirs) {
+		sb.Mounts = append(sb.Mounts, spec.Mount{Source: d, Target: d, Readonly: true})
+	}
+	out = run(t, sb, "", "/bin/touch", marker)
+	if out.res.ExitCode != 0 {
+		t.Fatalf("system: none with the runtime directories: %+v %s", out.res, out.stderr)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the command did not run: %v", err)
+	}
+}

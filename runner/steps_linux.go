@@ -57,6 +57,9 @@ func (run *linuxRun) preflight() error {
 	if err := run.table.CheckSources(); err != nil {
 		return err
 	}
+	if err := checkInitRunnable(run.table, run.req.Sandbox); err != nil {
+		return err
+	}
 	if err := run.r.checkStateHidden(run.req.Sandbox); err != nil {
 		return err
 	}
