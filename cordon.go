@@ -1,12 +1,8 @@
 package cordon
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"io"
 	"sync"
-	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -24,23 +20,53 @@ import (
 func Init() { runner.Init() }
 
 // Project is a loaded config: the top-level sandbox, the delegation policy
-// and the audit log.
+// and the audit log. It is the one place where a run is put together:
+// every front end (the Go API, the cordon command, the MCP server) guards
+// the control files, attaches, records and runs through it.
 type Project struct {
 	cfg    *spec.Config
 	log    *audit.Log
 	runner runner.Runner
+
+	// Set by the options, read once by NewProject.
+	via       string
+	logPaths  []string
+	auditWarn func(error)
 }
 
 // ProjectOption adjusts a Project as it is loaded.
 type ProjectOption func(*Project)
 
+// Front ends named by WithFrontEnd, as the audit log records them.
+const (
+	FrontEndAPI = audit.ViaAPI
+	FrontEndCLI = audit.ViaCLI
+	FrontEndMCP = audit.ViaMCP
+)
+
 // WithAuditFile appends the audit log to path too, in addition to the
-// config's own `audit:` file.
+// config's own `audit:` file; "" adds nothing. The file is out of the
+// sandbox's reach, as the config's is.
 func WithAuditFile(path string) ProjectOption {
 	return func(p *Project) {
-		p.log = audit.New(audit.ViaAPI, append(p.log.Paths(), path)...)
-		spec.GuardControlFiles(&p.cfg.Sandbox, nil, []string{path})
+		if path != "" {
+			p.logPaths = append(p.logPaths, path)
+			spec.GuardControlFiles(&p.cfg.Sandbox, nil, []string{path})
+		}
 	}
+}
+
+// WithFrontEnd names the front end in the audit records (default
+// FrontEndAPI).
+func WithFrontEnd(name string) ProjectOption {
+	return func(p *Project) { p.via = name }
+}
+
+// WithAuditWarning passes a record that could not be written to warn, when
+// the config makes the audit log best effort (`audit_required: false`);
+// by default it is logged as a warning.
+func WithAuditWarning(warn func(error)) ProjectOption {
+	return func(p *Project) { p.auditWarn = warn }
 }
 
 // WithRunner runs commands with r instead of the OS backend (runner.New on
@@ -84,14 +110,19 @@ func NewProject(cfg *spec.Config, opts ...ProjectOption) *Project {
 	c := *cfg
 	c.Sandbox = *cfg.Sandbox.Clone()
 	spec.GuardControlFiles(&c.Sandbox, []string{cfg.Source}, []string{cfg.Audit})
-	p := &Project{cfg: &c, log: audit.New(audit.ViaAPI, cfg.Audit)}
+	p := &Project{cfg: &c, via: FrontEndAPI, logPaths: []string{cfg.Audit}}
 	for _, o := range opts {
 		o(p)
 	}
+	p.log = audit.New(p.via, p.logPaths...)
 	if !cfg.AuditRequired {
-		p.log.BestEffort(func(err error) {
-			logrus.WithError(err).Warn("audit record not written (audit_required: false)")
-		})
+		warn := p.auditWarn
+		if warn == nil {
+			warn = func(err error) {
+				logrus.WithError(err).Warn("audit record not written (audit_required: false)")
+			}
+		}
+		p.log.BestEffort(warn)
 	}
 	return p
 }
@@ -143,6 +174,18 @@ func (p *Project) backend() (runner.Runner, error) {
 	if p.runner != nil {
 		return p.runner, nil
 	}
+	return hostBackend()
+}
+
+// CheckBackend reports whether this host has a backend that runs
+// commands (the OS backend: libcontainer on Linux, Seatbelt on macOS), and
+// if not, why.
+func CheckBackend() error {
+	_, err := hostBackend()
+	return err
+}
+
+func hostBackend() (runner.Runner, error) {
 	osBackend.once.Do(func() { osBackend.r, osBackend.err = newBackend() })
 	return osBackend.r, osBackend.err
 }
@@ -219,86 +262,35 @@ func (s *Sandbox) Derive(w *spec.Worker, opts ...DeriveOption) (*Sandbox, error)
 		o(&c)
 	}
 	child, err := spec.Derive(s.sb, w, s.p.cfg.Delegation.MaxDepth)
-	if err == nil && len(c.attach) > 0 {
-		var ms []spec.Mount
-		ms, err = attach.Resolve(s.table, c.attach, c.policy)
-		if err == nil {
-			child, err = attach.Apply(child, ms)
-		}
+	if err == nil {
+		child, err = s.attach(child, c)
 	}
 	if err != nil {
-		if aerr := s.p.log.Denied(s.sb, err); aerr != nil {
-			return nil, errors.Join(err, aerr)
-		}
-		return nil, err
+		return nil, s.refuse(err)
 	}
 	return s.p.newSandbox(child)
 }
 
-// runConfig collects RunOptions.
-type runConfig struct {
-	req runner.Request
-	// Session execs only (session.go).
-	env     []string
-	detach  bool
-	signals <-chan int
+// attach checks c's attachments in s and shows them in child read-only.
+func (s *Sandbox) attach(child *spec.Sandbox, c deriveConfig) (*spec.Sandbox, error) {
+	if len(c.attach) == 0 {
+		return child, nil
+	}
+	ms, err := attach.Resolve(s.table, c.attach, c.policy)
+	if err != nil {
+		return nil, err
+	}
+	return attach.Apply(child, ms)
 }
 
-// RunOption adjusts a run.
-type RunOption func(*runConfig)
-
-// Stdout streams the command's standard output to w as it comes.
-func Stdout(w io.Writer) RunOption { return func(c *runConfig) { c.req.Stdout = w } }
-
-// Stderr streams the command's standard error to w as it comes.
-func Stderr(w io.Writer) RunOption { return func(c *runConfig) { c.req.Stderr = w } }
-
-// Stdin feeds r to the command's standard input (default: empty).
-func Stdin(r io.Reader) RunOption { return func(c *runConfig) { c.req.Stdin = r } }
-
-// Dir sets the working directory inside the sandbox (default: the
-// workspace).
-func Dir(dir string) RunOption { return func(c *runConfig) { c.req.Dir = dir } }
-
-// Timeout kills the whole sandbox after d; the sandbox's own timeout still
-// applies when it is shorter.
-func Timeout(d time.Duration) RunOption { return func(c *runConfig) { c.req.Timeout = d } }
-
-// Run runs args in the sandbox and returns its typed result: the exit code
-// and the failure type (none, process_error, sandbox_denied with what IS
-// allowed, timeout, oom, setup_error). The error is non-nil only when the
-// run could not be attempted or recorded: the backend is missing, the
-// request is invalid, or the audit log cannot be written (then the command
-// is not started).
-func (s *Sandbox) Run(ctx context.Context, args []string, opts ...RunOption) (runner.Result, error) {
-	var c runConfig
-	for _, o := range opts {
-		o(&c)
+// refuse records the refusals in err (a derivation, an attachment, a path)
+// in the audit log and returns err, joined with the log's error when the
+// record could not be written.
+func (s *Sandbox) refuse(err error) error {
+	if aerr := s.p.log.Denied(s.sb, err); aerr != nil {
+		return errors.Join(err, aerr)
 	}
-	c.req.Sandbox, c.req.Args = s.sb, args
-	r, err := s.p.backend()
-	if err != nil {
-		return setupResult(err), err
-	}
-	run, err := s.p.log.Start(s.sb, args, s.table)
-	if err != nil {
-		return setupResult(err), fmt.Errorf("the command was not started: %w", err)
-	}
-	res, err := r.Run(ctx, c.req)
-	if err != nil {
-		if aerr := run.Finish(setupResult(err)); aerr != nil {
-			err = errors.Join(err, aerr)
-		}
-		return setupResult(err), err
-	}
-	if err := run.Finish(res); err != nil {
-		return res, fmt.Errorf("the command ran but its result could not be recorded: %w", err)
-	}
-	return res, nil
-}
-
-func setupResult(err error) runner.Result {
-	return runner.Result{ExitCode: runner.ExitSetupError, FailureType: runner.FailureSetupError, FailureDetail: err.Error()}
+	return err
 }
 
 // Files is the query API and the file tools of one sandbox: the paths are

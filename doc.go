@@ -9,7 +9,7 @@
 //	w, err := p.Worker("fmt.worker.yaml")     // a child: parent ∩ request, never wider
 //	err = w.Files().Write("src/a.go", text)   // file tools and the query API
 //	res, err := w.Run(ctx, []string{"gofmt", "-l", "."}, cordon.Stdout(os.Stdout))
-//	if res.FailureType == runner.FailureSandboxDenied { ... res.FailureDetail says what IS allowed ... }
+//	if res.FailureType == cordon.FailureSandboxDenied { ... res.FailureDetail says what IS allowed ... }
 //
 // Init must be the first call in main (and in TestMain) of every program
 // that runs commands: on Linux the backend starts each sandbox by
@@ -18,16 +18,23 @@
 //
 // A worker asks for a subtree, zones, read-only access, less network or
 // lower limits; asking for more than its parent allows is an error matching
-// spec.ErrWidening whose message names the rule. Attach passes files the
+// ErrWidening whose message names the rule. Attach passes files the
 // parent can read to the child, read-only (AttachmentPolicy caps them).
 //
-// Refusals are typed errors (mounts.ErrOutsideSandbox, mounts.ErrReadOnly,
-// mounts.ErrDenied, mounts.ErrSuffix, mounts.ErrTooLarge) whose messages say
+// Refusals are typed errors (ErrOutsideSandbox, ErrReadOnly, ErrDenied,
+// ErrSuffix, ErrTooLarge) whose messages say
 // what IS allowed. With `audit: FILE` in the config (or WithAuditFile) every
 // run and every refusal is appended to a JSON-lines log; a
 // run whose start cannot be recorded is not started.
 //
+// This package is the one composition root of a run: the cordon command
+// and its MCP server are front ends over it, so the backend choice, the
+// guarding of cordon's control files, attachments and the audit record
+// around every run and every refusal are the same through every door. A
+// harness needs this package only: Result, FailureType and the sentinels
+// it matches are aliased here.
+//
 // On Linux commands run through runc's libcontainer (package runner); on
 // macOS through Seatbelt (package darwin). Elsewhere Run fails with
-// runner.ErrUnsupported, while the file tools and the query API still work.
+// ErrUnsupported, while the file tools and the query API still work.
 package cordon

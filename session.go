@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/cordon-run/cordon/runner"
@@ -29,7 +30,12 @@ type SessionOption func(*sessionConfig)
 type sessionConfig struct {
 	id     string
 	bounds spec.Session
+	stderr io.Writer
 }
+
+// SessionStderr sends the backend's warnings about what it does not
+// enforce for the session to w (default: discarded).
+func SessionStderr(w io.Writer) SessionOption { return func(c *sessionConfig) { c.stderr = w } }
 
 // SessionIdleTimeout stops the session after d with no command running
 // (default: the config's session.idle_timeout).
@@ -66,7 +72,7 @@ func (s *Sandbox) StartSession(ctx context.Context, opts ...SessionOption) (*Ses
 	if err := s.p.log.Session(s.sb); err != nil {
 		return nil, fmt.Errorf("the session was not started: %w", err)
 	}
-	rs, err := st.StartSession(ctx, runner.SessionRequest{Sandbox: s.sb, ID: c.id,
+	rs, err := st.StartSession(ctx, runner.SessionRequest{Sandbox: s.sb, ID: c.id, Stderr: c.stderr,
 		IdleTimeout: c.bounds.IdleTimeout, MaxLifetime: c.bounds.MaxLifetime})
 	if err != nil {
 		return nil, err
@@ -92,8 +98,9 @@ func (s *Session) Err() error { return s.rs.Err() }
 // session's sandbox no longer runs (then the error matches
 // runner.ErrSessionGone too). The options Stdin, Stdout, Stderr, Dir,
 // Timeout, Env and Detach apply. The error is otherwise non-nil only when
-// the command could not be attempted or recorded, as for Run.
-func (s *Session) Exec(ctx context.Context, args []string, opts ...RunOption) (runner.Result, error) {
+// the command could not be attempted or recorded, as for Run (matching
+// ErrNotStarted or ErrNotRecorded).
+func (s *Session) Exec(ctx context.Context, args []string, opts ...RunOption) (Result, error) {
 	var c runConfig
 	for _, o := range opts {
 		o(&c)
@@ -103,14 +110,14 @@ func (s *Session) Exec(ctx context.Context, args []string, opts ...RunOption) (r
 	}
 	run, err := s.sb.p.log.Start(s.sb.sb, args, s.sb.table)
 	if err != nil {
-		return setupResult(err), fmt.Errorf("the command was not started: %w", err)
+		return setupResult(err), fmt.Errorf("%w: %w", ErrNotStarted, err)
 	}
 	res, err := s.rs.Exec(ctx, runner.ExecRequest{
 		Args: args, Dir: c.req.Dir, Env: c.env, Stdin: c.req.Stdin, Stdout: c.req.Stdout, Stderr: c.req.Stderr,
-		Timeout: c.req.Timeout, Detach: c.detach, Signals: c.signals,
+		Timeout: c.req.Timeout, Detach: c.detach, Signals: c.signals, TTY: c.req.TTY, TermSize: c.req.TermSize,
 	})
 	if aerr := run.Finish(res); aerr != nil {
-		return res, errors.Join(err, fmt.Errorf("the command ran but its result could not be recorded: %w", aerr))
+		return res, errors.Join(err, notRecorded(res, aerr))
 	}
 	return res, err
 }

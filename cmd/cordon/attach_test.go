@@ -52,7 +52,7 @@ func TestAttachRefused(t *testing.T) {
 			for _, a := range r.attach {
 				args = append(args, "--attach", a)
 			}
-			res := cordon(t, p.ws, append(args, "--", "/usr/bin/touch", marker)...)
+			res := runCLI(t, p.ws, append(args, "--", "/usr/bin/touch", marker)...)
 			if res.code != exitConfig {
 				t.Fatalf("exit %d, want 2\nstderr: %s", res.code, res.stderr)
 			}
@@ -100,7 +100,7 @@ func TestAttachVisibleReadOnly(t *testing.T) {
 				args = append(args, "--worker", p.worker(w))
 			}
 			script := "cat " + brief + "; echo overwritten > " + brief + " && echo WROTE; ls " + filepath.Dir(brief) + "; cat " + filepath.Join(p.ws, "src", "main.go") + " >/dev/null 2>&1 && echo SRC"
-			res := cordon(t, p.ws, append(args, "--attach", "docs/brief.md", "--", "sh", "-c", script)...)
+			res := runCLI(t, p.ws, append(args, "--attach", "docs/brief.md", "--", "sh", "-c", script)...)
 			if !strings.HasPrefix(res.stdout, "the brief\n") {
 				t.Errorf("the child did not read the attachment: stdout %q stderr %q", res.stdout, res.stderr)
 			}

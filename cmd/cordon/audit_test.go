@@ -33,13 +33,13 @@ func TestAuditRecordsRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if r := cordon(t, p.ws, "run", "--config", p.config, "--audit", extra, "--", "true"); r.code != 0 {
+	if r := runCLI(t, p.ws, "run", "--config", p.config, "--audit", extra, "--", "true"); r.code != 0 {
 		t.Fatalf("allowed run: exit %d\n%s", r.code, r.stderr)
 	}
-	if r := cordon(t, p.ws, "run", "--config", p.config, "--audit", extra, "--", "sh", "-c", "echo x > /usr/cordon-audit-test"); r.code == 0 {
+	if r := runCLI(t, p.ws, "run", "--config", p.config, "--audit", extra, "--", "sh", "-c", "echo x > /usr/cordon-audit-test"); r.code == 0 {
 		t.Fatalf("write to /usr succeeded")
 	}
-	if r := cordon(t, p.ws, "run", "--config", p.config, "--audit", extra, "--worker", p.worker("net"), "--", "true"); r.code != exitConfig {
+	if r := runCLI(t, p.ws, "run", "--config", p.config, "--audit", extra, "--worker", p.worker("net"), "--", "true"); r.code != exitConfig {
 		t.Fatalf("refused derivation: exit %d, want 2", r.code)
 	}
 
@@ -69,7 +69,7 @@ func TestAuditRecordsRuns(t *testing.T) {
 		if runnerDenial.Path != "/usr/cordon-audit-test" || runnerDenial.Rule != "readonly" || runnerDenial.RunID != deniedRun.RunID {
 			t.Errorf("runner denial %+v, want /usr/cordon-audit-test by rule readonly", runnerDenial)
 		}
-		if derive.Worker != "net" || derive.Rule != spec.RuleNetwork || !strings.Contains(derive.Detail, "rule network") || derive.Sandbox != "" {
+		if derive.Worker != "net" || derive.Rule != spec.RuleNetwork || !strings.Contains(derive.Detail, "rule network") || derive.Sandbox != digest {
 			t.Errorf("derive denial %+v", derive)
 		}
 	}
@@ -98,7 +98,7 @@ func TestAuditFailsClosed(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			marker := filepath.Join(p.base, fmt.Sprintf("ran-%d", i))
 			args := append(append([]string{"run"}, r.args...), "--", "/usr/bin/touch", marker)
-			res := cordon(t, p.ws, args...)
+			res := runCLI(t, p.ws, args...)
 			if res.code != exitSetup {
 				t.Fatalf("exit %d, want 125\nstderr: %s", res.code, res.stderr)
 			}
@@ -134,7 +134,7 @@ func TestAuditConcurrentProcesses(t *testing.T) {
 			if i >= refused {
 				args = []string{"run", "--config", p.config, "--", "sh", "-c", "echo " + strings.Repeat("x", 5000) + " >/dev/null"}
 			}
-			codes <- cordon(t, p.ws, args...).code
+			codes <- runCLI(t, p.ws, args...).code
 		}(i)
 	}
 	wg.Wait()
@@ -163,7 +163,7 @@ func TestAuditBestEffort(t *testing.T) {
 	p := newProject(t)
 	cfg := filepath.Join(p.base, "best-effort.yaml")
 	writeFile(t, cfg, "sandbox:\n  root: ws\naudit: no-such-dir/audit.jsonl\naudit_required: false\n")
-	res := cordon(t, p.ws, "run", "--config", cfg, "--", "true")
+	res := runCLI(t, p.ws, "run", "--config", cfg, "--", "true")
 	if res.code != 0 {
 		t.Fatalf("exit %d, want 0 (best-effort audit)\nstderr: %s", res.code, res.stderr)
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/cordon-run/cordon/mounts"
+	"github.com/cordon-run/cordon"
 )
 
 func init() {
@@ -23,14 +23,12 @@ func checkMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "cordon check: want `read PATH` or `write PATH`")
 		return exitConfig
 	}
-	_, sb, err := resolve(&sf, nil)
+	_, s, err := open(&sf, nil, nil, cordon.FrontEndCLI)
 	if err != nil {
 		return configError(os.Stderr, err)
 	}
-	t, err := mounts.New(sb)
-	if err != nil {
-		return configError(os.Stderr, err)
-	}
+	// The table answers without recording: a check asks, it is not refused.
+	t := s.Files().Table()
 	if err := t.Check(rest[1], rest[0] == "write"); err != nil {
 		fmt.Println(err)
 		return exitDenied

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -77,115 +78,53 @@ func (f *sandboxFlags) loadBase() (*spec.Config, error) {
 	return spec.Profile("workspace", cwd)
 }
 
-// resolve returns the config and the effective sandbox: the base, derived
-// through each worker in turn, then adjusted by the override flags. Without
-// a worker chain the flags change the base freely; after a chain they may
-// only narrow it, like any other derivation.
-func resolve(sf *sandboxFlags, of *overrideFlags) (*spec.Config, *spec.Sandbox, error) {
+// overrides returns the flags as the spec's overrides.
+func (f *overrideFlags) overrides() (spec.Overrides, error) {
+	cwd, err := os.Getwd()
+	return spec.Overrides{Mounts: f.mounts, Dir: cwd, Network: f.network, Readonly: f.readonly,
+		Timeout: f.timeout, Memory: f.memory, Pids: f.pids}, err
+}
+
+// open builds the effective sandbox through the root package, which
+// guards the control files, attaches and records: the base config, then
+// each worker in turn, then the override flags (of may be nil). With ag,
+// its --audit file joins the log and its attachments pass from the last
+// worker's parent to it (without workers, to the sandbox itself).
+func open(sf *sandboxFlags, of *overrideFlags, ag *agentFlags, via string) (*cordon.Project, *cordon.Sandbox, error) {
 	cfg, err := sf.loadBase()
 	if err != nil {
 		return nil, nil, err
 	}
-	sb := cfg.Sandbox.Clone()
-	if of != nil && len(sf.workers) == 0 {
-		if err := of.widen(sb); err != nil {
-			return nil, nil, err
+	opts := []cordon.ProjectOption{cordon.WithFrontEnd(via), cordon.WithAuditWarning(warnAudit)}
+	var attach []string
+	if ag != nil {
+		opts = append(opts, cordon.WithAuditFile(ag.audit))
+		attach = ag.attach
+	}
+	p := cordon.NewProject(cfg, opts...)
+	s, err := p.Sandbox()
+	for i, wf := range sf.workers {
+		var dopts []cordon.DeriveOption
+		if i == len(sf.workers)-1 && len(attach) > 0 {
+			dopts = append(dopts, cordon.Attach(attach...))
+		}
+		if err == nil {
+			s, err = s.Worker(wf, dopts...)
 		}
 	}
-	for _, wf := range sf.workers {
-		w, err := spec.LoadWorker(wf)
-		if err != nil {
-			return nil, nil, err
-		}
-		sb, err = spec.Derive(sb, w, cfg.Delegation.MaxDepth)
-		if err != nil {
-			return nil, nil, err
+	if err == nil && of != nil {
+		var o spec.Overrides
+		if o, err = of.overrides(); err == nil {
+			s, err = s.Override(o)
 		}
 	}
-	spec.GuardControlFiles(sb, append([]string{cfg.Source}, sf.workers...), []string{cfg.Audit})
-	if of != nil {
-		if len(sf.workers) > 0 && (of.network || len(of.mounts) > 0) {
-			return nil, nil, fmt.Errorf("%w: --network and --mount would widen the sandbox the worker chain derived; "+
-				"fix: declare them in the project config, or drop the flag", spec.ErrWidening)
-		}
-		if err := of.narrow(sb); err != nil {
-			return nil, nil, err
-		}
+	if err == nil && len(sf.workers) == 0 && len(attach) > 0 {
+		s, err = s.AttachFiles(attach)
 	}
-	return cfg, sb, nil
-}
-
-// widen applies the flags that may add access (only without a worker chain).
-func (f *overrideFlags) widen(sb *spec.Sandbox) error {
-	if f.network {
-		sb.Network = spec.Network{Enabled: true}
-	}
-	cwd, err := os.Getwd()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	var errs []error
-	for i, m := range f.mounts {
-		mt, err := spec.ParseMount(m, cwd)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: --mount #%d %q: %w", spec.ErrInvalidConfig, i+1, m, err))
-			continue
-		}
-		for _, existing := range sb.Mounts {
-			if existing.Target == mt.Target {
-				errs = append(errs, fmt.Errorf("%w: --mount %q: target %s is already mounted; fix: pick another target", spec.ErrInvalidConfig, m, mt.Target))
-			}
-		}
-		if mt.Target == sb.Root {
-			errs = append(errs, fmt.Errorf("%w: --mount %q: target %s is the workspace root; fix: pick another target", spec.ErrInvalidConfig, m, mt.Target))
-		}
-		sb.Mounts = append(sb.Mounts, mt)
-	}
-	return errors.Join(errs...)
-}
-
-// narrow applies the flags that can only take access away or lower limits.
-// A limit flag may lower a limit of the sandbox but never raise it.
-func (f *overrideFlags) narrow(sb *spec.Sandbox) error {
-	if f.readonly {
-		sb.Readonly = true
-		for i := range sb.Mounts {
-			sb.Mounts[i].Readonly = true
-		}
-	}
-	var errs []error
-	if f.timeout < 0 {
-		errs = append(errs, fmt.Errorf("%w: --timeout must be above 0", spec.ErrInvalidConfig))
-	} else if f.timeout > 0 {
-		if sb.Limits.Timeout > 0 && f.timeout > sb.Limits.Timeout && len(sb.Lineage) > 0 {
-			errs = append(errs, fmt.Errorf("%w: --timeout %s is above the derived sandbox's %s", spec.ErrWidening, f.timeout, sb.Limits.Timeout))
-		} else {
-			sb.Limits.Timeout = f.timeout
-		}
-	}
-	if f.memory != "" {
-		n, err := spec.ParseBytes(f.memory)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("%w: --memory %q: %w; fix: write it like 512MiB", spec.ErrInvalidConfig, f.memory, err))
-		case n <= 0:
-			errs = append(errs, fmt.Errorf("%w: --memory must be above 0", spec.ErrInvalidConfig))
-		case sb.Limits.Memory > 0 && n > sb.Limits.Memory && len(sb.Lineage) > 0:
-			errs = append(errs, fmt.Errorf("%w: --memory %s is above the derived sandbox's %s", spec.ErrWidening, f.memory, spec.FormatBytes(sb.Limits.Memory)))
-		default:
-			sb.Limits.Memory = n
-		}
-	}
-	if f.pids < 0 {
-		errs = append(errs, fmt.Errorf("%w: --pids must be above 0", spec.ErrInvalidConfig))
-	} else if f.pids > 0 {
-		if sb.Limits.Pids > 0 && f.pids > sb.Limits.Pids && len(sb.Lineage) > 0 {
-			errs = append(errs, fmt.Errorf("%w: --pids %d is above the derived sandbox's %d", spec.ErrWidening, f.pids, sb.Limits.Pids))
-		} else {
-			sb.Limits.Pids = f.pids
-		}
-	}
-	return errors.Join(errs...)
+	return p, s, nil
 }
 
 // configError prints a config error, one problem a line, and returns the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
@@ -21,10 +22,11 @@ func explainMain(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return exitConfig
 	}
-	cfg, sb, err := resolve(&sf, &of)
+	p, s, err := open(&sf, &of, nil, cordon.FrontEndCLI)
 	if err != nil {
 		return configError(os.Stderr, err)
 	}
+	cfg, sb := p.Config(), s.Spec()
 	fmt.Printf("config:  %s\n", cfg.Source)
 	fmt.Print(spec.Summarize(sb).Table())
 	// What this machine's backend does with it, from the runner's one

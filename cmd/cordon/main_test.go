@@ -38,8 +38,8 @@ type cliResult struct {
 	stdout, stderr string
 }
 
-// cordon runs the built binary in dir.
-func cordon(t *testing.T, dir string, args ...string) cliResult {
+// runCLI runs the built binary in dir.
+func runCLI(t *testing.T, dir string, args ...string) cliResult {
 	t.Helper()
 	cmd := exec.Command(cordonBin, args...)
 	cmd.Dir = dir

@@ -11,9 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cordon-run/cordon/internal/audit"
+	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/internal/mcpserver"
-	"github.com/cordon-run/cordon/spec"
 )
 
 func init() {
@@ -38,26 +37,21 @@ func mcpMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "cordon mcp: unexpected arguments %q; usage: cordon mcp %s\n", fs.Args(), mcpUsage)
 		return exitConfig
 	}
-	sb, log, code := ag.prepare(&sf, nil, audit.ViaMCP)
+	s, code := ag.prepare(&sf, nil, cordon.FrontEndMCP)
 	if code != exitOK {
 		return code
 	}
-	r, err := newRunner()
-	if err != nil {
+	if err := cordon.CheckBackend(); err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		return exitSetup
 	}
 	// Fail closed before serving: a log that cannot take this record could
 	// not take the runs either.
-	if err := log.Serve(sb); err != nil {
+	if err := s.Serving(); err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: not serving: %v\n", err)
 		return exitSetup
 	}
-	bounds := spec.DefaultSession()
-	if cfg, err := sf.loadBase(); err == nil {
-		bounds = cfg.Session
-	}
-	srv, err := mcpserver.New(mcpserver.Options{Sandbox: sb, Runner: r, Audit: log, Session: bounds})
+	srv, err := mcpserver.New(mcpserver.Options{Sandbox: s, Shell: true})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		return exitSetup

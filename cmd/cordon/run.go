@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -10,7 +11,7 @@ import (
 
 	"github.com/containerd/console"
 
-	"github.com/cordon-run/cordon/internal/audit"
+	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/runner"
 )
 
@@ -39,53 +40,38 @@ func runMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "cordon run: no command given; fix: cordon run [flags] -- CMD [ARG...]")
 		return exitConfig
 	}
-	sb, alog, code := ag.prepare(&sf, &of, audit.ViaCLI)
+	s, code := ag.prepare(&sf, &of, cordon.FrontEndCLI)
 	if code != exitOK {
 		return code
 	}
-	r, err := newRunner()
-	if err != nil {
+	if err := cordon.CheckBackend(); err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		return exitSetup
-	}
-	arun, code := startRun(alog, sb, argv)
-	if code != exitOK {
-		return code
 	}
 
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGWINCH)
 	defer signal.Stop(sigs)
-
-	req := runner.Request{
-		Sandbox: sb,
-		Args:    argv,
-		Stdin:   os.Stdin,
-		Stdout:  os.Stdout,
-		Stderr:  os.Stderr,
-		Signals: sigs,
-	}
+	opts := []cordon.RunOption{cordon.Stdin(os.Stdin), cordon.Stdout(os.Stdout), cordon.Stderr(os.Stderr), cordon.Notify(sigs)}
 	if c, err := console.ConsoleFromFile(os.Stdin); err == nil {
 		if _, err := console.ConsoleFromFile(os.Stdout); err == nil {
-			req.TTY = true
-			req.TermSize = func() (uint16, uint16, bool) {
+			opts = append(opts, cordon.Terminal(func() (uint16, uint16, bool) {
 				ws, err := c.Size()
 				return ws.Width, ws.Height, err == nil
-			}
+			}))
 			if err := c.SetRaw(); err == nil {
 				defer func() { _ = c.Reset() }()
 			}
 		}
 	}
 
-	res, err := r.Run(context.Background(), req)
-	if err != nil {
+	res, err := s.Run(context.Background(), argv, opts...)
+	if err != nil && !errors.Is(err, cordon.ErrNotRecorded) {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
-		finishRun(arun, setupResult(err))
 		return exitSetup
 	}
 	switch res.FailureType {
-	case runner.FailureNone, runner.FailureProcessError:
+	case cordon.FailureNone, cordon.FailureProcessError:
 	default:
 		fmt.Fprintf(os.Stderr, "cordon: %s: %s\n", res.FailureType, res.FailureDetail)
 	}
@@ -101,8 +87,9 @@ func runMain(args []string) int {
 			os.Stderr.Write(data)
 		}
 	}
-	if code := finishRun(arun, res); code != exitOK {
-		return code
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		return exitSetup
 	}
 	return res.ExitCode
 }

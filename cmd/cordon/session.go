@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/internal/session"
 	"github.com/cordon-run/cordon/runner"
 )
@@ -59,7 +60,7 @@ func execMain([]string) int {
 }
 
 func sessionDir() (*session.Dir, error) {
-	if _, err := runner.New(runner.Options{}); err != nil {
+	if err := cordon.CheckBackend(); err != nil {
 		return nil, err
 	}
 	return session.OpenDir(runner.DefaultStateDir())

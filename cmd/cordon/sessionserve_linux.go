@@ -10,10 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cordon-run/cordon/internal/audit"
+	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/internal/session"
-	"github.com/cordon-run/cordon/mounts"
-	"github.com/cordon-run/cordon/runner"
 )
 
 // sessionServe is the session supervisor that `cordon session start`
@@ -56,18 +54,9 @@ func sessionServe(args []string) int {
 // startSupervisor builds the session and returns the start's exit code
 // and, when it succeeded, the function that serves it until it ends.
 func startSupervisor(name string, sf *sandboxFlags, of *overrideFlags, ag *agentFlags) (int, func() int) {
-	sb, log, code := ag.prepare(sf, of, audit.ViaCLI)
-	if code != exitOK {
-		return code, nil
-	}
-	cfg, err := sf.loadBase()
+	p, s, err := open(sf, of, ag, cordon.FrontEndCLI)
 	if err != nil {
 		return configError(os.Stderr, err), nil
-	}
-	table, err := mounts.New(sb)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
-		return exitSetup, nil
 	}
 	d, err := sessionDir()
 	if err != nil {
@@ -79,34 +68,22 @@ func startSupervisor(name string, sf *sandboxFlags, of *overrideFlags, ag *agent
 		fmt.Fprintf(os.Stderr, "cordon session start: %v\n", err)
 		return exitConfig, nil
 	}
-	fail := func(code int, format string, args ...any) (int, func() int) {
-		fmt.Fprintf(os.Stderr, format, args...)
+	sess, err := s.StartSession(context.Background(), cordon.SessionStderr(os.Stderr))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		release()
-		return code, nil
-	}
-	if err := log.Session(sb); err != nil {
-		return fail(exitSetup, "cordon: the session was not started: %v\n", err)
-	}
-	r, err := runner.New(runner.Options{})
-	if err != nil {
-		return fail(exitSetup, "cordon: %v\n", err)
-	}
-	st, ok := r.(runner.SessionStarter)
-	if !ok {
-		return fail(exitSetup, "cordon: %v\n", runner.ErrSessionsUnsupported)
-	}
-	rs, err := st.StartSession(context.Background(), runner.SessionRequest{Sandbox: sb, Stderr: os.Stderr,
-		IdleTimeout: cfg.Session.IdleTimeout, MaxLifetime: cfg.Session.MaxLifetime})
-	if err != nil {
-		return fail(exitSetup, "cordon: %v\n", err)
+		return exitSetup, nil
 	}
 	l, err := d.Listen(name)
 	if err == nil {
-		err = d.WriteInfo(session.Info{Name: name, PID: os.Getpid(), ID: rs.ID(), Started: time.Now().UTC(), Root: sb.Root, Config: cfg.Source})
+		err = d.WriteInfo(session.Info{Name: name, PID: os.Getpid(), ID: sess.ID(), Started: time.Now().UTC(),
+			Root: s.Spec().Root, Config: p.Config().Source})
 	}
 	if err != nil {
-		_ = rs.Close()
-		return fail(exitSetup, "cordon: session socket: %v\n", err)
+		_ = sess.Close()
+		fmt.Fprintf(os.Stderr, "cordon: session socket: %v\n", err)
+		release()
+		return exitSetup, nil
 	}
 	return exitOK, func() int {
 		defer release()
@@ -114,11 +91,11 @@ func startSupervisor(name string, sf *sandboxFlags, of *overrideFlags, ag *agent
 		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		go func() {
 			<-sigs
-			_ = rs.Close()
+			_ = sess.Close()
 		}()
-		srv := &session.Server{Session: rs, Sandbox: sb, Policy: table, Log: log}
+		srv := &session.Server{Session: sess}
 		_ = srv.Serve(l)
-		if err := rs.Close(); err != nil {
+		if err := sess.Close(); err != nil {
 			return exitSetup
 		}
 		return exitOK

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/cordon-run/cordon/darwin"
+	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/runner"
 )
 
@@ -23,13 +23,14 @@ func specMain(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return exitConfig
 	}
-	_, sb, err := resolve(&sf, &of)
+	_, s, err := open(&sf, &of, nil, cordon.FrontEndCLI)
 	if err != nil {
 		return configError(os.Stderr, err)
 	}
+	sb := s.Spec()
 	switch *platform {
 	case "darwin", "macos":
-		profile, err := darwin.Profile(sb, darwin.ProfileOptions{Tag: "cordon-spec"})
+		profile, err := s.SeatbeltProfile("cordon-spec")
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 			return exitConfig
@@ -55,10 +56,9 @@ func specMain(args []string) int {
 	for _, m := range enf.UnenforcedDetails() {
 		fmt.Fprintf(os.Stderr, "cordon: WARNING: not enforced: %s\n", m)
 	}
-	s := plan.Spec
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(s); err != nil {
+	if err := enc.Encode(plan.Spec); err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		return exitSetup
 	}

@@ -145,7 +145,7 @@ func TestRunCannotRewriteItsConfig(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(orig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res := cordon(t, ws, "run", "--config", cfg, "--", "sh", "-c",
+	res := runCLI(t, ws, "run", "--config", cfg, "--", "sh", "-c",
 		"printf 'sandbox:\\n  root: /\\n  network: true\\n' > sb.yaml; echo forged >> audit.jsonl; cat audit.jsonl")
 	if res.code == 0 {
 		t.Fatalf("the command rewrote its own config or log: %q", res.stderr)

@@ -39,7 +39,7 @@ func TestWorkerWideningRefused(t *testing.T) {
 			for _, w := range r.workers {
 				args = append(args, "--worker", p.worker(w))
 			}
-			res := cordon(t, p.base, append(args, "--", "touch", marker)...)
+			res := runCLI(t, p.base, append(args, "--", "touch", marker)...)
 			if res.code != exitConfig {
 				t.Fatalf("exit %d, want 2\nstderr: %s", res.code, res.stderr)
 			}
@@ -54,7 +54,7 @@ func TestWorkerWideningRefused(t *testing.T) {
 			for _, w := range r.workers {
 				margs = append(margs, "--worker", p.worker(w))
 			}
-			if m := cordon(t, p.base, margs...); m.code != exitConfig || !strings.Contains(m.stderr, "rule "+r.rule+":") {
+			if m := runCLI(t, p.base, margs...); m.code != exitConfig || !strings.Contains(m.stderr, "rule "+r.rule+":") {
 				t.Errorf("cordon mcp: exit %d, want 2 naming rule %s\n%s", m.code, r.rule, m.stderr)
 			}
 		})
@@ -84,7 +84,7 @@ func TestWorkerChainRun(t *testing.T) {
 	testenv.RequireSandbox(t)
 	p := newProject(t)
 	report := filepath.Join(p.base, "report.json")
-	res := cordon(t, p.base, "run", "--config", p.config, "--worker", p.worker("src"), "--worker", p.worker("ro"),
+	res := runCLI(t, p.base, "run", "--config", p.config, "--worker", p.worker("src"), "--worker", p.worker("ro"),
 		"--report", report, "--", "sh", "-c", "cat main.go; cat ../docs/brief.md; echo x > new.txt")
 	if res.code == 0 {
 		t.Fatalf("the write in a read-only child succeeded\nstderr: %s", res.stderr)

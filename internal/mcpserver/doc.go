@@ -5,8 +5,9 @@
 //   - write: create or replace a file, atomically (mounts.Table.Write).
 //   - list_files: the paths under a directory that match a glob with "**"
 //     (mounts.Table.List).
-//   - shell: a command run as /bin/sh -c inside the sandbox by a
-//     runner.Runner, with an optional timeout no larger than the sandbox's.
+//   - shell: a command run as /bin/sh -c inside the sandbox (a warm
+//     session per connection where the backend has them), with an optional
+//     timeout no larger than the sandbox's.
 //
 // Every tool description states the boundary: the readable and writable
 // roots, what is denied or protected, the network and the limits, so the
@@ -17,9 +18,10 @@
 // so), the exit code and the failure type; when the sandbox caused the
 // failure it appends what the sandbox allows.
 //
-// With an audit log, each shell run is recorded (start and end) and each
-// refusal of a file tool is recorded as a denial. A run whose start cannot
-// be recorded is not run.
+// The server is a front end over the root package's sandbox value
+// (cordon.Sandbox): its project records each shell run (start and end)
+// and each refusal of a file tool in the audit log, and a run whose start
+// cannot be recorded is not run.
 //
 // Use it through `cordon mcp`, or embed it: New, then Run with any
 // transport of the official Go SDK.

@@ -7,11 +7,9 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/sirupsen/logrus"
 
-	"github.com/cordon-run/cordon/internal/audit"
+	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/mounts"
-	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -20,46 +18,38 @@ const Name = "cordon"
 
 // Options configure a Server.
 type Options struct {
-	// Sandbox is the effective sandbox every tool is confined to.
-	Sandbox *spec.Sandbox
-	// Runner runs the shell tool's commands. Without one the server offers
-	// the file tools only.
-	Runner runner.Runner
-	// Audit, when enabled, records shell runs and file tool refusals.
-	Audit *audit.Log
+	// Sandbox is the effective sandbox every tool is confined to; its
+	// project records the shell runs and the file tools' refusals.
+	Sandbox *cordon.Sandbox
+	// Shell offers the shell tool, which runs commands in the sandbox.
+	// Without it the server offers the file tools only.
+	Shell bool
 	// Version is announced to clients.
 	Version string
-	// Session bounds the warm session the shell tool keeps per connection
-	// (spec.Config.Session); zero values mean no idle timeout or lifetime.
-	Session spec.Session
 }
 
 // Server is an MCP server whose tools are confined to one sandbox.
 type Server struct {
-	sb     *spec.Sandbox
-	table  *mounts.Table
-	runner runner.Runner
-	log    *audit.Log
-	mcp    *mcp.Server
-	desc   string
+	sandbox *cordon.Sandbox
+	sb      *spec.Sandbox
+	files   *cordon.Files
+	table   *mounts.Table
+	shellOn bool
+	mcp     *mcp.Server
+	desc    string
 
-	sess          sessions
-	sessionBounds spec.Session
+	sess sessions
 }
 
 // New builds the server and registers its tools: read, write and
-// list_files, and shell when opts.Runner is set.
+// list_files, and shell when opts.Shell is set.
 func New(opts Options) (*Server, error) {
 	if opts.Sandbox == nil {
 		return nil, ErrNoSandbox
 	}
-	sb := opts.Sandbox.Clone()
-	t, err := mounts.New(sb)
-	if err != nil {
-		return nil, fmt.Errorf("mcpserver: %w", err)
-	}
-	s := &Server{sb: sb, table: t, runner: opts.Runner, log: opts.Audit, sessionBounds: opts.Session}
-	s.desc = Describe(sb, t)
+	files := opts.Sandbox.Files()
+	s := &Server{sandbox: opts.Sandbox, sb: opts.Sandbox.Spec(), files: files, table: files.Table(), shellOn: opts.Shell}
+	s.desc = Describe(s.sb, s.table)
 	version := opts.Version
 	if version == "" {
 		version = "dev"
@@ -165,7 +155,7 @@ func (s *Server) register() {
 			"glob (* within one level, ** across levels). Denied paths are never listed.\n\n" + s.desc,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, s.list)
-	if s.runner != nil {
+	if s.shellOn {
 		mcp.AddTool(s.mcp, &mcp.Tool{
 			Name:        "shell",
 			Description: s.shellDescription(),
@@ -177,16 +167,16 @@ func (s *Server) register() {
 func ptr[T any](v T) *T { return &v }
 
 func (s *Server) read(_ context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, any, error) {
-	text, err := s.table.Read(in.Path, in.MaxChars)
+	text, err := s.files.Read(in.Path, in.MaxChars)
 	if err != nil {
-		return nil, nil, s.refused(err)
+		return nil, nil, err
 	}
 	return textResult(text), nil, nil
 }
 
 func (s *Server) write(_ context.Context, _ *mcp.CallToolRequest, in WriteInput) (*mcp.CallToolResult, any, error) {
-	if err := s.table.Write(in.Path, in.Content); err != nil {
-		return nil, nil, s.refused(err)
+	if err := s.files.Write(in.Path, in.Content); err != nil {
+		return nil, nil, err
 	}
 	return textResult(fmt.Sprintf("wrote %d bytes to %s", len(in.Content), in.Path)), nil, nil
 }
@@ -200,9 +190,9 @@ func (s *Server) list(_ context.Context, _ *mcp.CallToolRequest, in ListInput) (
 		}
 		path = s.sb.Root
 	}
-	paths, err := s.table.List(path, in.Pattern)
+	paths, err := s.files.List(path, in.Pattern)
 	if err != nil && !errors.Is(err, mounts.ErrTooMany) {
-		return nil, nil, s.refused(err)
+		return nil, nil, err
 	}
 	var b strings.Builder
 	for _, p := range paths {
@@ -216,20 +206,6 @@ func (s *Server) list(_ context.Context, _ *mcp.CallToolRequest, in ListInput) (
 		fmt.Fprintf(&b, "[cordon: %v]\n", err)
 	}
 	return textResult(b.String()), nil, nil
-}
-
-// refused records a policy refusal in the audit log and returns the error
-// for the tool result. A refusal that cannot be recorded still refuses, and
-// says so.
-func (s *Server) refused(err error) error {
-	if !audit.IsPolicyRefusal(err) {
-		return err
-	}
-	if aerr := s.log.Denied(s.sb, err); aerr != nil {
-		logrus.WithError(aerr).Error("audit log")
-		return fmt.Errorf("%w (and the refusal could not be recorded: %v)", err, aerr)
-	}
-	return err
 }
 
 func textResult(s string) *mcp.CallToolResult {

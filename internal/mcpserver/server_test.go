@@ -11,20 +11,29 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cordon-run/cordon/internal/attach"
+	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/internal/mcpserver"
 	"github.com/cordon-run/cordon/internal/testenv"
-	"github.com/cordon-run/cordon/mounts"
-	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 
+// sandboxOf is the top-level sandbox of cfg, served as `cordon mcp` does
+// (its audit log records the refusals).
+func sandboxOf(t *testing.T, cfg *spec.Config, opts ...cordon.ProjectOption) *cordon.Sandbox {
+	t.Helper()
+	s, err := cordon.NewProject(cfg, append([]cordon.ProjectOption{cordon.WithFrontEnd(cordon.FrontEndMCP)}, opts...)...).Sandbox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // connectInMemory serves sb's file tools in process and returns a client
 // session to them.
-func connectInMemory(t *testing.T, sb *spec.Sandbox, log *audit.Log) *mcp.ClientSession {
+func connectInMemory(t *testing.T, sb *cordon.Sandbox) *mcp.ClientSession {
 	t.Helper()
-	srv, err := mcpserver.New(mcpserver.Options{Sandbox: sb, Audit: log})
+	srv, err := mcpserver.New(mcpserver.Options{Sandbox: sb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +93,7 @@ func TestFileToolsHostileTranscript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := connectInMemory(t, &cfg.Sandbox, audit.New(audit.ViaMCP, cfg.Audit))
+	cs := connectInMemory(t, sandboxOf(t, cfg))
 	before := treeHash(t, f.base)
 
 	rows := hostileFileRows(f)
@@ -159,7 +168,7 @@ func TestToolDescriptionsStateTheSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := connectInMemory(t, &cfg.Sandbox, nil)
+	cs := connectInMemory(t, sandboxOf(t, cfg))
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -192,8 +201,7 @@ func TestNewRefusesNoSandbox(t *testing.T) {
 // TestListWithoutWorkspace checks that a pure-function sandbox asks for a
 // path instead of guessing one.
 func TestListWithoutWorkspace(t *testing.T) {
-	sb := &spec.Sandbox{System: spec.System{Kind: spec.SystemHost}}
-	cs := connectInMemory(t, sb, nil)
+	cs := connectInMemory(t, sandboxOf(t, &spec.Config{Sandbox: spec.Sandbox{System: spec.System{Kind: spec.SystemHost}}}))
 	text, isErr := call(t, cs, "list_files", nil)
 	if !isErr || !strings.Contains(text, "give a path") || !strings.Contains(text, "no workspace") || !strings.Contains(text, "/usr (ro)") {
 		t.Fatalf("list_files without a workspace = %q (error %v)", text, isErr)
@@ -209,22 +217,11 @@ func TestAttachmentReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pt, err := mounts.New(&cfg.Sandbox)
+	child, err := cordon.NewProject(cfg).Derive(&spec.Worker{Name: "pure"}, cordon.Attach("README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := attach.Resolve(pt, []string{"README.md"}, attach.DefaultPolicy())
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, err := spec.Derive(&cfg.Sandbox, &spec.Worker{Name: "pure"}, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if child, err = attach.Apply(child, ms); err != nil {
-		t.Fatal(err)
-	}
-	cs := connectInMemory(t, child, nil)
+	cs := connectInMemory(t, child)
 	readme := filepath.Join(f.ws, "README.md")
 	if text, isErr := call(t, cs, "read", map[string]any{"path": readme}); isErr || text != "# project\n" {
 		t.Errorf("read of the attachment = %q (error %v)", text, isErr)
@@ -253,11 +250,7 @@ func TestShellInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := mcpserver.New(mcpserver.Options{Sandbox: &cfg.Sandbox, Runner: r})
+	srv, err := mcpserver.New(mcpserver.Options{Sandbox: sandboxOf(t, cfg), Shell: true})
 	if err != nil {
 		t.Fatal(err)
 	}

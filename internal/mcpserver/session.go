@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/runner"
 )
 
@@ -17,18 +18,14 @@ import (
 // replaced at the next call.
 type sessions struct {
 	mu     sync.Mutex
-	byConn map[*mcp.ServerSession]runner.Session
+	byConn map[*mcp.ServerSession]*cordon.Session
 	closed bool
 }
 
-// forConn returns conn's session, starting it when there is none or the
-// last one is gone. ok is false when the runner has no sessions (macOS):
-// the caller then runs the command cold.
-func (s *Server) sessionFor(ctx context.Context, conn *mcp.ServerSession) (sess runner.Session, ok bool, err error) {
-	st, ok := s.runner.(runner.SessionStarter)
-	if !ok {
-		return nil, false, nil
-	}
+// sessionFor returns conn's session, starting it when there is none or
+// the last one is gone. ok is false when the backend has no sessions
+// (macOS): the caller then runs the command cold.
+func (s *Server) sessionFor(ctx context.Context, conn *mcp.ServerSession) (sess *cordon.Session, ok bool, err error) {
 	s.sess.mu.Lock()
 	defer s.sess.mu.Unlock()
 	if s.sess.closed {
@@ -37,13 +34,15 @@ func (s *Server) sessionFor(ctx context.Context, conn *mcp.ServerSession) (sess 
 	if cur := s.sess.byConn[conn]; cur != nil && cur.Err() == nil {
 		return cur, true, nil
 	}
-	sess, err = st.StartSession(ctx, runner.SessionRequest{Sandbox: s.sb,
-		IdleTimeout: s.sessionBounds.IdleTimeout, MaxLifetime: s.sessionBounds.MaxLifetime})
+	sess, err = s.sandbox.StartSession(ctx)
+	if errors.Is(err, cordon.ErrSessionsUnsupported) {
+		return nil, false, nil
+	}
 	if err != nil {
 		return nil, true, err
 	}
 	if s.sess.byConn == nil {
-		s.sess.byConn = map[*mcp.ServerSession]runner.Session{}
+		s.sess.byConn = map[*mcp.ServerSession]*cordon.Session{}
 	}
 	if old := s.sess.byConn[conn]; old != nil {
 		_ = old.Close()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/internal/mcpserver"
 	"github.com/cordon-run/cordon/internal/testenv"
 	"github.com/cordon-run/cordon/runner"
@@ -33,7 +34,7 @@ func TestShellUsesSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(mcpserver.Options{Sandbox: &cfg.Sandbox, Runner: r})
+	srv, err := mcpserver.New(mcpserver.Options{Sandbox: sandboxOf(t, cfg, cordon.WithRunner(r)), Shell: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sirupsen/logrus"
 
+	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
@@ -91,17 +92,17 @@ func (s *Server) shell(ctx context.Context, call *mcp.CallToolRequest, in ShellI
 		return nil, ShellOutput{}, err
 	}
 	args := []string{"/bin/sh", "-c", in.Command}
-	run, err := s.log.Start(s.sb, args, s.table)
-	if err != nil {
-		return nil, ShellOutput{}, fmt.Errorf("the command was not run: %w", err)
-	}
 	stdout, stderr := newCapture(), newCapture()
 	var conn *mcp.ServerSession
 	if call != nil {
 		conn = call.Session
 	}
 	res, err := s.runShell(ctx, conn, args, stdout, stderr, d)
-	if err != nil {
+	if errors.Is(err, cordon.ErrNotStarted) {
+		return nil, ShellOutput{}, err
+	}
+	notRecorded := errors.Is(err, cordon.ErrNotRecorded)
+	if err != nil && !notRecorded {
 		res = runner.Result{ExitCode: runner.ExitSetupError, FailureType: runner.FailureSetupError, FailureDetail: err.Error()}
 	}
 	out := ShellOutput{
@@ -113,9 +114,9 @@ func (s *Server) shell(ctx context.Context, call *mcp.CallToolRequest, in ShellI
 		out.Allowed = s.allowed()
 	}
 	text := formatShell(out)
-	if aerr := run.Finish(res); aerr != nil {
-		logrus.WithError(aerr).Error("audit log")
-		text += fmt.Sprintf("\n[cordon: the command ran, but its result could not be recorded: %v]\n", aerr)
+	if notRecorded {
+		logrus.WithError(err).Error("audit log")
+		text += fmt.Sprintf("\n[cordon: %v]\n", err)
 		res.FailureType = runner.FailureSetupError
 	}
 	result := textResult(text)
@@ -207,17 +208,18 @@ func (c *capture) text(name string) string {
 }
 
 // runShell runs one shell command in the connection's warm session, or
-// cold when the runner has no sessions.
+// cold when the backend has no sessions. The sandbox's project records it.
 func (s *Server) runShell(ctx context.Context, conn *mcp.ServerSession, args []string, stdout, stderr *capture, d time.Duration) (runner.Result, error) {
+	opts := []cordon.RunOption{cordon.Stdout(stdout), cordon.Stderr(stderr), cordon.Timeout(d)}
 	sess, ok, err := s.sessionFor(ctx, conn)
 	if !ok {
-		return s.runner.Run(ctx, runner.Request{Sandbox: s.sb, Args: args, Stdout: stdout, Stderr: stderr, Timeout: d})
+		return s.sandbox.Run(ctx, args, opts...)
 	}
 	if err != nil {
 		sum := spec.Summarize(s.sb)
 		return runner.SetupFailure(runner.Result{Sandbox: &sum}, err), nil
 	}
-	res, err := sess.Exec(ctx, runner.ExecRequest{Args: args, Stdout: stdout, Stderr: stderr, Timeout: d})
+	res, err := sess.Exec(ctx, args, opts...)
 	if errors.Is(err, runner.ErrSessionGone) {
 		return res, nil // typed session_gone; the next call starts a new session
 	}

@@ -17,23 +17,15 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
-	"github.com/cordon-run/cordon/internal/audit"
+	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/runner"
-	"github.com/cordon-run/cordon/spec"
 )
 
 // Server serves one session's socket: execs from `cordon exec` clients
 // and `cordon session stop`.
 type Server struct {
-	// Session runs the execs.
-	Session runner.Session
-	// Sandbox is the session's sandbox, for audit records.
-	Sandbox *spec.Sandbox
-	// Policy names the rule of a denial in audit records (the sandbox's
-	// mount table).
-	Policy runner.Policy
-	// Log records every exec; nil records nothing.
-	Log *audit.Log
+	// Session runs the execs and records each in the audit log.
+	Session *cordon.Session
 
 	wg sync.WaitGroup
 }
@@ -120,40 +112,41 @@ func (s *Server) handle(c *net.UnixConn) error {
 // for the client's stderr and the JSON report, as `cordon run` would give
 // them.
 func (s *Server) exec(c *net.UnixConn, req *request, files []*os.File) (int, string, []byte) {
-	er := runner.ExecRequest{Args: req.argv, Env: req.env, Dir: req.opts["cwd"],
-		Stdin: files[0], Stdout: files[1], Stderr: files[2], Detach: req.opts["detach"] == "1"}
+	opts := []cordon.RunOption{cordon.Env(req.env), cordon.Dir(req.opts["cwd"]),
+		cordon.Stdin(files[0]), cordon.Stdout(files[1]), cordon.Stderr(files[2])}
+	if req.opts["detach"] == "1" {
+		opts = append(opts, cordon.Detach())
+	}
 	if t := req.opts["timeout"]; t != "" {
 		d, err := time.ParseDuration(t)
 		if err != nil || d <= 0 {
 			return 2, fmt.Sprintf("cordon exec: --timeout %q is not a duration above zero; fix: give one with a unit, such as 30s or 5m\n", t), nil
 		}
-		er.Timeout = d
+		opts = append(opts, cordon.Timeout(d))
 	}
-	if len(er.Args) == 0 || er.Args[0] == "" {
+	if len(req.argv) == 0 || req.argv[0] == "" {
 		return 2, "cordon exec: no command given; fix: cordon exec NAME [flags] -- CMD [ARG...]\n", nil
 	}
 	var size atomic.Uint32
 	if req.opts["tty"] == "1" {
-		er.TTY = true
 		cols, _ := strconv.ParseUint(req.opts["cols"], 10, 16)
 		rows, _ := strconv.ParseUint(req.opts["rows"], 10, 16)
 		size.Store(uint32(cols)<<16 | uint32(rows))
-		er.TermSize = func() (uint16, uint16, bool) {
+		opts = append(opts, cordon.Terminal(func() (uint16, uint16, bool) {
 			v := size.Load()
 			return uint16(v >> 16), uint16(v), v != 0
-		}
+		}))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sigs := make(chan int, 4)
-	er.Signals = sigs
+	opts = append(opts, cordon.Signals(sigs))
 	go clientSignals(c, sigs, &size, cancel)
 
-	run, err := s.Log.Start(s.Sandbox, er.Args, s.Policy)
-	if err != nil {
-		return runner.ExitSetupError, fmt.Sprintf("cordon: the command was not started: %v\n", err), nil
+	res, err := s.Session.Exec(ctx, req.argv, opts...)
+	if errors.Is(err, cordon.ErrNotStarted) {
+		return runner.ExitSetupError, fmt.Sprintf("cordon: %v\n", err), nil
 	}
-	res, _ := s.Session.Exec(ctx, er)
 	msg := ""
 	switch res.FailureType {
 	case runner.FailureNone, runner.FailureProcessError:
@@ -161,8 +154,8 @@ func (s *Server) exec(c *net.UnixConn, req *request, files []*os.File) (int, str
 		msg = fmt.Sprintf("cordon: %s: %s\n", res.FailureType, res.FailureDetail)
 	}
 	code := res.ExitCode
-	if aerr := run.Finish(res); aerr != nil {
-		msg += fmt.Sprintf("cordon: the command ran (exit %d) but its result could not be recorded: %v\n", res.ExitCode, aerr)
+	if errors.Is(err, cordon.ErrNotRecorded) {
+		msg += fmt.Sprintf("cordon: %v\n", err)
 		code = runner.ExitSetupError
 	}
 	if req.opts["report"] != "1" {

@@ -1,0 +1,109 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Overrides are the run-time adjustments a front end's flags ask for
+// (cordon run --mount, --network, --readonly, --timeout, --memory,
+// --pids). Before any derivation they change the sandbox freely; on a
+// derived sandbox (one with a Lineage) they may only narrow it, like any
+// other derivation.
+type Overrides struct {
+	// Mounts are extra mounts in the command line's form SRC[:DST][:ro]
+	// (ParseMount), relative to Dir.
+	Mounts []string
+	// Dir is the folder relative mount sources are taken from.
+	Dir string
+	// Network gives the sandbox network access.
+	Network bool
+	// Readonly makes the workspace and every mount read-only.
+	Readonly bool
+	// Timeout, Memory (a size such as 512MiB) and Pids set limits; 0 or ""
+	// leaves a limit alone.
+	Timeout time.Duration
+	Memory  string
+	Pids    int64
+}
+
+// Apply adjusts sb. Every problem is reported, joined; each matches
+// ErrInvalidConfig or, for a derived sandbox asked to widen, ErrWidening.
+func (o Overrides) Apply(sb *Sandbox) error {
+	if len(sb.Lineage) > 0 && (o.Network || len(o.Mounts) > 0) {
+		return fmt.Errorf("%w: --network and --mount would widen the sandbox the worker chain derived; "+
+			"fix: declare them in the project config, or drop the flag", ErrWidening)
+	}
+	return errors.Join(o.widen(sb), o.narrow(sb))
+}
+
+// widen applies what may add access (only before any derivation).
+func (o Overrides) widen(sb *Sandbox) error {
+	if o.Network {
+		sb.Network = Network{Enabled: true}
+	}
+	var errs []error
+	for i, m := range o.Mounts {
+		mt, err := ParseMount(m, o.Dir)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: --mount #%d %q: %w", ErrInvalidConfig, i+1, m, err))
+			continue
+		}
+		for _, existing := range sb.Mounts {
+			if existing.Target == mt.Target {
+				errs = append(errs, fmt.Errorf("%w: --mount %q: target %s is already mounted; fix: pick another target", ErrInvalidConfig, m, mt.Target))
+			}
+		}
+		if mt.Target == sb.Root {
+			errs = append(errs, fmt.Errorf("%w: --mount %q: target %s is the workspace root; fix: pick another target", ErrInvalidConfig, m, mt.Target))
+		}
+		sb.Mounts = append(sb.Mounts, mt)
+	}
+	return errors.Join(errs...)
+}
+
+// narrow applies what can only take access away or change limits; on a
+// derived sandbox a limit may be lowered but never raised.
+func (o Overrides) narrow(sb *Sandbox) error {
+	if o.Readonly {
+		sb.Readonly = true
+		for i := range sb.Mounts {
+			sb.Mounts[i].Readonly = true
+		}
+	}
+	derived := len(sb.Lineage) > 0
+	var errs []error
+	if o.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("%w: --timeout must be above 0", ErrInvalidConfig))
+	} else if o.Timeout > 0 {
+		if sb.Limits.Timeout > 0 && o.Timeout > sb.Limits.Timeout && derived {
+			errs = append(errs, fmt.Errorf("%w: --timeout %s is above the derived sandbox's %s", ErrWidening, o.Timeout, sb.Limits.Timeout))
+		} else {
+			sb.Limits.Timeout = o.Timeout
+		}
+	}
+	if o.Memory != "" {
+		n, err := ParseBytes(o.Memory)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%w: --memory %q: %w; fix: write it like 512MiB", ErrInvalidConfig, o.Memory, err))
+		case n <= 0:
+			errs = append(errs, fmt.Errorf("%w: --memory must be above 0", ErrInvalidConfig))
+		case sb.Limits.Memory > 0 && n > sb.Limits.Memory && derived:
+			errs = append(errs, fmt.Errorf("%w: --memory %s is above the derived sandbox's %s", ErrWidening, o.Memory, FormatBytes(sb.Limits.Memory)))
+		default:
+			sb.Limits.Memory = n
+		}
+	}
+	if o.Pids < 0 {
+		errs = append(errs, fmt.Errorf("%w: --pids must be above 0", ErrInvalidConfig))
+	} else if o.Pids > 0 {
+		if sb.Limits.Pids > 0 && o.Pids > sb.Limits.Pids && derived {
+			errs = append(errs, fmt.Errorf("%w: --pids %d is above the derived sandbox's %d", ErrWidening, o.Pids, sb.Limits.Pids))
+		} else {
+			sb.Limits.Pids = o.Pids
+		}
+	}
+	return errors.Join(errs...)
+}
