@@ -1,0 +1,108 @@
+package netguard
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+	"gvisor.dev/gvisor/pkg/waiter"
+)
+
+// dnsIdle bounds how long a DNS-over-TCP connection may sit idle.
+const dnsIdle = 10 * time.Second
+
+// udpIdle is how long a DNS client's UDP socket is served after its last
+// query.
+const udpIdle = 5 * time.Second
+
+// handleUDP answers one DNS datagram (the stack hands only port 53 here).
+func (g *Guard) handleUDP(r *udp.ForwarderRequest) bool {
+	var wq waiter.Queue
+	ep, terr := r.CreateEndpoint(&wq)
+	if terr != nil {
+		return true
+	}
+	conn := gonet.NewUDPConn(&wq, ep)
+	g.conns.Add(1)
+	go func() {
+		defer g.conns.Done()
+		defer conn.Close()
+		// Resolvers send several queries from one socket (A and AAAA at
+		// once): they all reach this endpoint, so it answers until idle.
+		buf := make([]byte, 4096)
+		for {
+			_ = conn.SetReadDeadline(time.Now().Add(udpIdle))
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			q := append([]byte(nil), buf[:n]...)
+			g.conns.Add(1)
+			go func() {
+				defer g.conns.Done()
+				if resp := g.answer(q); resp != nil {
+					if len(resp) > 512 {
+						resp = truncated(q)
+					}
+					_, _ = conn.Write(resp)
+				}
+			}()
+		}
+	}()
+	return true
+}
+
+// serveDNSTCP answers DNS over TCP on one connection.
+func (g *Guard) serveDNSTCP(r *tcp.ForwarderRequest) {
+	var wq waiter.Queue
+	ep, terr := r.CreateEndpoint(&wq)
+	if terr != nil {
+		r.Complete(true)
+		return
+	}
+	r.Complete(false)
+	conn := gonet.NewTCPConn(&wq, ep)
+	defer conn.Close()
+	var l [2]byte
+	for {
+		_ = conn.SetReadDeadline(time.Now().Add(dnsIdle))
+		if _, err := io.ReadFull(conn, l[:]); err != nil {
+			return
+		}
+		msg := make([]byte, binary.BigEndian.Uint16(l[:]))
+		if _, err := io.ReadFull(conn, msg); err != nil {
+			return
+		}
+		resp := g.answer(msg)
+		if resp == nil {
+			return
+		}
+		out := binary.BigEndian.AppendUint16(nil, uint16(len(resp)))
+		if _, err := conn.Write(append(out, resp...)); err != nil {
+			return
+		}
+	}
+}
+
+// lookup resolves an allowed name with the host's resolver.
+func (p *policy) lookup(name string, v6 bool) ([]netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	network := "ip4"
+	if v6 {
+		network = "ip6"
+	}
+	addrs, err := p.resolver.LookupNetIP(ctx, network, name)
+	var de *net.DNSError
+	if errors.As(err, &de) && de.IsNotFound {
+		return nil, nil
+	}
+	return addrs, err
+}

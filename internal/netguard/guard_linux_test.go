@@ -1,0 +1,200 @@
+package netguard
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cordon-run/cordon/internal/netguard/nettest"
+)
+
+// sandboxNS is a network namespace with the guard's tun device in it, as a
+// sandbox's would be, and the guard over it.
+type sandboxNS struct {
+	name string
+	g    *Guard
+	mu   sync.Mutex
+	evs  []Event
+}
+
+func newSandboxNS(t *testing.T, h *nettest.Host, allow ...string) *sandboxNS {
+	t.Helper()
+	s := &sandboxNS{name: h.NS + "-sb"}
+	nettest.Run(t, "ip", "netns", "add", s.name)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", s.name).Run() })
+	ns, err := os.Open(filepath.Join("/run/netns", s.name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	tun, err := tunInThread(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.g, err = Start(tun, Config{Allow: allow, Resolver: h.DNS, OnEvent: func(e Event) {
+		s.mu.Lock()
+		s.evs = append(s.evs, e)
+		s.mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.g.Close() })
+	return s
+}
+
+// run runs a command in the sandbox's namespace.
+func (s *sandboxNS) run(args ...string) (string, error) {
+	cmd := exec.Command("ip", append([]string{"netns", "exec", s.name}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (s *sandboxNS) events() []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Event(nil), s.evs...)
+}
+
+// denial returns the one denial with reason, failing when there is none.
+func (s *sandboxNS) denial(t *testing.T, reason string) Event {
+	t.Helper()
+	for _, e := range s.g.Denials() {
+		if e.Reason == reason {
+			return e
+		}
+	}
+	t.Fatalf("no %s denial; events: %+v", reason, s.events())
+	return Event{}
+}
+
+func curl(args ...string) []string {
+	return append([]string{"curl", "-sS", "--max-time", "20"}, args...)
+}
+
+func TestGuardAllowsListedNamesByteExact(t *testing.T) {
+	h := nettest.NewHost(t, "allowed.test", "other.test")
+	s := newSandboxNS(t, h, "allowed.test:80", "allowed.test:443")
+	out, err := s.run(curl("http://allowed.test/")...)
+	if err != nil || out != h.Body {
+		t.Fatalf("http: %q, %v; want %q", out, err, h.Body)
+	}
+	out, err = s.run(curl("--cacert", h.CAFile, "https://allowed.test/")...)
+	if err != nil || out != h.Body {
+		t.Fatalf("https: %q, %v; want %q", out, err, h.Body)
+	}
+	if d := s.g.Denials(); len(d) != 0 {
+		t.Fatalf("denials: %+v", d)
+	}
+	var sawSNI, sawHTTP bool
+	for _, e := range s.events() {
+		sawSNI = sawSNI || e.Proto == "tcp" && e.HostFrom == FromSNI && e.Host == "allowed.test" && e.Decision == Allow && e.BytesIn > 0
+		sawHTTP = sawHTTP || e.Proto == "tcp" && e.HostFrom == FromHTTP && e.Rule == "allowed.test:80" && e.BytesOut > 0
+	}
+	if !sawSNI || !sawHTTP {
+		t.Fatalf("allow events missing: %+v", s.events())
+	}
+}
+
+func TestGuardRefusesAndTypesEachDenial(t *testing.T) {
+	h := nettest.NewHost(t, "allowed.test", "other.test")
+	s := newSandboxNS(t, h, "allowed.test:80", "allowed.test:443", "allowed.test:7")
+	ip := h.Addr.String()
+	unpinned := h.Addr.Prev().String() // the host side of the veth: no allowed name resolves to it
+	cases := []struct {
+		name, reason string
+		args         []string
+		// out must contain this (a 403's body), when set.
+		out string
+	}{
+		{"dns refused", ReasonDNSRefused, curl("http://other.test/"), ""},
+		{"host fronting", ReasonHTTPHost, curl("-H", "Host: other.test", "http://allowed.test/"), "other.test:80 is not in the allow list"},
+		{"sni fronting", ReasonSNI, curl("--cacert", h.CAFile, "--connect-to", "other.test:443:allowed.test:443", "https://other.test/"), ""},
+		{"ip literal", ReasonAddress, curl("http://" + unpinned + "/"), ""},
+		{"other port", ReasonPort, curl("http://allowed.test:8080/"), ""},
+		{"ping", ReasonICMP, []string{"python3", "-c", fmt.Sprintf(`import socket
+s=socket.socket(socket.AF_INET,socket.SOCK_RAW,socket.IPPROTO_ICMP); s.settimeout(2)
+s.sendto(bytes([8,0,0xf7,0xff,0,0,0,0]),("%s",0))
+try:
+    s.recv(100)
+except TimeoutError:
+    raise SystemExit(3)
+`, ip)}, ""},
+		{"udp", ReasonUDP, []string{"python3", "-c", fmt.Sprintf(`import socket
+s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.connect(("%s",9999)); s.send(b"x"); s.settimeout(20)
+try:
+    s.recv(10)
+except ConnectionRefusedError:
+    raise SystemExit(3)
+`, ip)}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := s.run(c.args...)
+			if c.out == "" && err == nil {
+				t.Fatalf("%v succeeded: %s", c.args, out)
+			}
+			if c.out != "" && !strings.Contains(out, c.out) {
+				t.Fatalf("%v: %q, %v; want %q", c.args, out, err, c.out)
+			}
+			d := s.denial(t, c.reason)
+			if d.Decision != Deny || d.Detail == "" {
+				t.Fatalf("denial %+v", d)
+			}
+			t.Logf("%s: %s", c.reason, d.Detail)
+		})
+	}
+	// A raw socket to an allowed name and port: bytes come back as sent.
+	out, err := s.run("python3", "-c", `import socket
+c=socket.create_connection(("allowed.test",7),timeout=20); c.sendall(b"ping\x00\xffpong"); c.shutdown(socket.SHUT_WR)
+b=b""
+while True:
+    x=c.recv(100)
+    if not x: break
+    b+=x
+print(b.hex())`)
+	if err != nil || strings.TrimSpace(out) != fmt.Sprintf("%x", "ping\x00\xffpong") {
+		t.Fatalf("raw echo: %q, %v", out, err)
+	}
+}
+
+// A wildcard rule never yields loopback, link-local or metadata addresses;
+// a rule naming the exact host honours what the resolver returns.
+func TestGuardWildcardNeverYieldsPrivateAddresses(t *testing.T) {
+	h := nettest.NewHost(t, "allowed.test")
+	h.Extra["lo.wild.test"] = netip.MustParseAddr("127.0.0.1")
+	h.Extra["meta.wild.test"] = netip.MustParseAddr("169.254.169.254")
+	h.Extra["exact.test"] = netip.MustParseAddr("127.0.0.1")
+	h.Extra["pub.wild.test"] = h.Addr
+	s := newSandboxNS(t, h, "*.wild.test:80", "exact.test:80")
+	for _, name := range []string{"lo.wild.test", "meta.wild.test"} {
+		if out, err := s.run("getent", "ahostsv4", name); err == nil {
+			t.Fatalf("%s resolved: %s", name, out)
+		}
+	}
+	if d := s.denial(t, ReasonPrivate); !strings.Contains(d.Detail, "never yields") {
+		t.Fatalf("denial %+v", d)
+	}
+	for name, want := range map[string]string{"exact.test": "127.0.0.1", "pub.wild.test": h.Addr.String()} {
+		out, err := s.run("getent", "ahostsv4", name)
+		if err != nil || !strings.HasPrefix(out, want+" ") {
+			t.Fatalf("%s: %q, %v; want %s", name, out, err, want)
+		}
+	}
+	// The apex of a wildcard is not allowed, and the refusal says so.
+	if out, err := s.run("getent", "ahostsv4", "wild.test"); err == nil {
+		t.Fatalf("wild.test resolved: %s", out)
+	}
+	found := false
+	for _, d := range s.g.Denials() {
+		found = found || d.Reason == ReasonDNSRefused && strings.Contains(d.Detail, "matches subdomains only")
+	}
+	if !found {
+		t.Fatalf("no subdomains-only denial: %+v", s.g.Denials())
+	}
+}

@@ -1,0 +1,5 @@
+//go:build linux && cgo
+
+package netguard
+
+import "C"

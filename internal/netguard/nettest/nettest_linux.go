@@ -1,0 +1,250 @@
+// Package nettest makes test hosts for the network guard's tests: a
+// network namespace of the test's own, joined to the host by a veth pair,
+// with real servers inside (HTTP, HTTPS, a TCP echo and DNS). Nothing in it
+// reaches an address outside this machine, and the test's cleanup removes
+// the namespace and the link.
+package nettest
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+	"golang.org/x/sys/unix"
+)
+
+// Host is a test host in a network namespace of its own.
+type Host struct {
+	// NS is the namespace's name (ip netns).
+	NS string
+	// Addr is the host's address, reachable from the test's namespace.
+	Addr netip.Addr
+	// Names resolve to Addr in the host's DNS server.
+	Names []string
+	// CAFile is a PEM file with the CA of the HTTPS server's certificate.
+	CAFile string
+	// Body is what the HTTP and HTTPS servers answer for every path.
+	Body string
+	// Extra are more names the DNS server answers, with other addresses.
+	Extra map[string]netip.Addr
+	// DNS is a resolver that asks the host's DNS server, as the guard's
+	// upstream resolver.
+	DNS *net.Resolver
+}
+
+// Ports of the servers.
+const (
+	HTTPPort  = 80
+	HTTPSPort = 443
+	EchoPort  = 7
+	DNSPort   = 53
+)
+
+// Run runs a command with ip(8), failing the test on error.
+func Run(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// NewHost makes a test host answering for names; it needs root.
+func NewHost(t testing.TB, names ...string) *Host {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("test hosts need root (ip netns, veth)")
+	}
+	n := int(time.Now().UnixNano()/1000+int64(os.Getpid())) % 250
+	tag := fmt.Sprintf("%d%02x", os.Getpid()%100000, n)
+	h := &Host{NS: "cordon-nt-" + tag, Names: names, Body: "hello from the test host " + tag + "\n", Extra: map[string]netip.Addr{}}
+	sub := fmt.Sprintf("10.213.%d", n+1)
+	h.Addr = netip.MustParseAddr(sub + ".2")
+	hostIf, peerIf := "cnt"+tag+"h", "cnt"+tag+"p"
+	if len(hostIf) > 15 {
+		hostIf, peerIf = hostIf[:14]+"h", peerIf[:14]+"p"
+	}
+	Run(t, "ip", "netns", "add", h.NS)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", h.NS).Run() })
+	Run(t, "ip", "link", "add", hostIf, "type", "veth", "peer", "name", peerIf, "netns", h.NS)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", hostIf).Run() })
+	Run(t, "ip", "addr", "add", sub+".1/24", "dev", hostIf)
+	Run(t, "ip", "link", "set", hostIf, "up")
+	Run(t, "ip", "-n", h.NS, "addr", "add", sub+".2/24", "dev", peerIf)
+	Run(t, "ip", "-n", h.NS, "link", "set", peerIf, "up")
+	Run(t, "ip", "-n", h.NS, "link", "set", "lo", "up")
+	Run(t, "ip", "-n", h.NS, "route", "add", "default", "via", sub+".1")
+	h.serve(t)
+	return h
+}
+
+// listen opens listeners inside the host's namespace.
+func (h *Host) listen(t testing.TB, network string, port int) any {
+	t.Helper()
+	type res struct {
+		v   any
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		// The thread stays in the namespace and dies with the goroutine.
+		runtime.LockOSThread()
+		ns, err := os.Open(filepath.Join("/run/netns", h.NS))
+		if err == nil {
+			err = unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET)
+			ns.Close()
+		}
+		if err != nil {
+			ch <- res{err: err}
+			return
+		}
+		addr := net.JoinHostPort(h.Addr.String(), fmt.Sprint(port))
+		if network == "udp" {
+			c, err := net.ListenPacket("udp", addr)
+			ch <- res{c, err}
+			return
+		}
+		l, err := net.Listen("tcp", addr)
+		ch <- res{l, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		t.Fatalf("listen in %s: %v", h.NS, r.err)
+	}
+	return r.v
+}
+
+func (h *Host) serve(t testing.TB) {
+	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Test-Host", r.Host)
+		_, _ = io.WriteString(w, h.Body)
+	})
+	hl := h.listen(t, "tcp", HTTPPort).(net.Listener)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute}
+	go func() { _ = srv.Serve(hl) }()
+	cert, ca := h.certificate(t)
+	tl := h.listen(t, "tcp", HTTPSPort).(net.Listener)
+	tsrv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	go func() { _ = tsrv.ServeTLS(tl, "", "") }()
+	el := h.listen(t, "tcp", EchoPort).(net.Listener)
+	go echo(el)
+	dl := h.listen(t, "udp", DNSPort).(net.PacketConn)
+	go h.dns(dl)
+	t.Cleanup(func() {
+		srv.Close()
+		tsrv.Close()
+		el.Close()
+		dl.Close()
+	})
+	h.CAFile = filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(h.CAFile, ca, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dnsAddr := net.JoinHostPort(h.Addr.String(), fmt.Sprint(DNSPort))
+	h.DNS = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", dnsAddr)
+	}}
+}
+
+func echo(l net.Listener) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			_, _ = io.Copy(c, c)
+		}()
+	}
+}
+
+// dns answers A queries for the host's names with its address, and
+// NXDOMAIN for every other name.
+func (h *Host) dns(c net.PacketConn) {
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := c.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		var p dnsmessage.Parser
+		hd, err := p.Start(buf[:n])
+		if err != nil {
+			continue
+		}
+		q, err := p.Question()
+		if err != nil {
+			continue
+		}
+		m := dnsmessage.Message{Header: dnsmessage.Header{ID: hd.ID, Response: true, Authoritative: true}, Questions: []dnsmessage.Question{q}}
+		name := strings.TrimSuffix(strings.ToLower(q.Name.String()), ".")
+		addr, known := h.Extra[name]
+		for _, x := range h.Names {
+			if x == name {
+				addr, known = h.Addr, true
+			}
+		}
+		switch {
+		case !known:
+			m.RCode = dnsmessage.RCodeNameError
+		case q.Type == dnsmessage.TypeA:
+			m.Answers = []dnsmessage.Resource{{Header: dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET, TTL: 5},
+				Body: &dnsmessage.AResource{A: addr.As4()}}}
+		}
+		out, err := m.Pack()
+		if err == nil {
+			_, _ = c.WriteTo(out, from)
+		}
+	}
+}
+
+// certificate makes a CA and a server certificate for the host's names.
+func (h *Host) certificate(t testing.TB) (tls.Certificate, []byte) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "cordon test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: h.Names[0]}, DNSNames: h.Names,
+		IPAddresses: []net.IP{h.Addr.AsSlice()}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+}

@@ -1,0 +1,167 @@
+package netguard
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"sync"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/link/fdbased"
+	"gvisor.dev/gvisor/pkg/tcpip/link/nested"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+)
+
+// MTU of the tun device and of the stack's NIC: large, as the loopback
+// device's, so one stream is not limited by per-packet work.
+const MTU = 65520
+
+const nicID = 1
+
+// Guard is a running userspace stack over one sandbox's tun device.
+type Guard struct {
+	*policy
+	tun   *os.File
+	stack *stack.Stack
+	link  stack.LinkEndpoint
+
+	closeOnce sync.Once
+	conns     sync.WaitGroup
+}
+
+// Start runs the guard over tun, the sandbox's tun device (IFF_TUN,
+// IFF_NO_PI). The guard owns tun from then on, and closes it in Close.
+func Start(tun *os.File, cfg Config) (*Guard, error) {
+	p, err := newPolicy(cfg)
+	if err != nil {
+		tun.Close()
+		return nil, err
+	}
+	g := &Guard{policy: p, tun: tun}
+	if err := g.build(); err != nil {
+		tun.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *Guard) build() error {
+	link, err := fdbased.New(&fdbased.Options{
+		FDs: []int{int(g.tun.Fd())},
+		MTU: MTU,
+		// The kernel checks what it sends; the stack need not again.
+		RXChecksumOffload:  true,
+		PacketDispatchMode: fdbased.Readv,
+	})
+	if err != nil {
+		return fmt.Errorf("netguard: tun endpoint: %w", err)
+	}
+	filter := &icmpFilter{p: g.policy}
+	filter.Init(link, filter)
+	s := stack.New(stack.Options{
+		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol},
+		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol},
+		HandleLocal:        false,
+	})
+	g.stack, g.link = s, link
+	if terr := s.CreateNICWithOptions(nicID, filter, stack.NICOptions{}); terr != nil {
+		s.Close()
+		return fmt.Errorf("netguard: NIC: %s", terr)
+	}
+	// Every destination is "local" to the stack, so that it terminates
+	// every connection and the guard decides each one.
+	for _, f := range []func(tcpip.NICID, bool) tcpip.Error{s.SetPromiscuousMode, s.SetSpoofing} {
+		if terr := f(nicID, true); terr != nil {
+			s.Close()
+			return fmt.Errorf("netguard: NIC mode: %s", terr)
+		}
+	}
+	s.SetRouteTable([]tcpip.Route{
+		{Destination: header.IPv4EmptySubnet, NIC: nicID},
+		{Destination: header.IPv6EmptySubnet, NIC: nicID},
+	})
+	sack := tcpip.TCPSACKEnabled(true)
+	s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
+	fwd := tcp.NewForwarder(s, 0, 1024, g.handleTCP)
+	s.SetTransportProtocolHandler(tcp.ProtocolNumber, fwd.HandlePacket)
+	ufwd := udp.NewForwarder(s, g.handleUDP)
+	s.SetTransportProtocolHandler(udp.ProtocolNumber, func(id stack.TransportEndpointID, pkt *stack.PacketBuffer) bool {
+		if id.LocalPort == 53 {
+			return ufwd.HandlePacket(id, pkt)
+		}
+		g.record(Event{Proto: "udp", Addr: addrOf(id.LocalAddress).String(), Port: id.LocalPort, Decision: Deny, Reason: ReasonUDP,
+			Detail: fmt.Sprintf("UDP to %s blocked (QUIC?); only TCP and DNS are forwarded", hostPort(addrOf(id.LocalAddress).String(), id.LocalPort))})
+		// Not handled: the stack answers ICMP port unreachable at once.
+		return false
+	})
+	return nil
+}
+
+// Close stops the stack and closes the tun device. Connections in flight
+// are cut.
+func (g *Guard) Close() error {
+	g.closeOnce.Do(func() {
+		g.stack.Close()
+		g.stack.Wait()
+		g.tun.Close()
+	})
+	return nil
+}
+
+// addrOf converts a stack address.
+func addrOf(a tcpip.Address) netip.Addr {
+	ip, _ := netip.AddrFromSlice(a.AsSlice())
+	return ip.Unmap()
+}
+
+// icmpFilter lets only TCP and UDP reach the stack (which would
+// otherwise answer pings to every address itself), and records ICMP echo
+// requests as denials. IPv6 packets with extension headers are dropped
+// too: nothing the sandbox needs sends them, and they could hide what
+// follows.
+type icmpFilter struct {
+	nested.Endpoint
+	p *policy
+}
+
+// DeliverNetworkPacket implements stack.NetworkDispatcher.
+func (f *icmpFilter) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
+	v := pkt.ToView()
+	next, dst, payload, ok := transportOf(proto, v.AsSlice())
+	echo := len(payload) > 0 && (next == header.ICMPv4ProtocolNumber && header.ICMPv4Type(payload[0]) == header.ICMPv4Echo ||
+		next == header.ICMPv6ProtocolNumber && header.ICMPv6Type(payload[0]) == header.ICMPv6EchoRequest)
+	v.Release()
+	switch {
+	case ok && (next == header.TCPProtocolNumber || next == header.UDPProtocolNumber):
+		f.Endpoint.DeliverNetworkPacket(proto, pkt)
+	case echo:
+		// Other ICMP (router solicitations, errors) is dropped unrecorded.
+		f.p.record(Event{Proto: "icmp", Addr: dst.String(), Decision: Deny, Reason: ReasonICMP,
+			Detail: fmt.Sprintf("ICMP to %s blocked; only TCP and DNS are forwarded", dst)})
+	}
+}
+
+// transportOf reads the transport protocol and the destination of an IP
+// packet and its payload, without looking past an IPv6 header's first next-header field.
+func transportOf(proto tcpip.NetworkProtocolNumber, b []byte) (tcpip.TransportProtocolNumber, netip.Addr, []byte, bool) {
+	switch proto {
+	case header.IPv4ProtocolNumber:
+		h := header.IPv4(b)
+		if !h.IsValid(len(b)) {
+			return 0, netip.Addr{}, nil, false
+		}
+		return h.TransportProtocol(), addrOf(h.DestinationAddress()), h.Payload(), true
+	case header.IPv6ProtocolNumber:
+		h := header.IPv6(b)
+		if !h.IsValid(len(b)) {
+			return 0, netip.Addr{}, nil, false
+		}
+		return tcpip.TransportProtocolNumber(h.NextHeader()), addrOf(h.DestinationAddress()), h.Payload(), true
+	}
+	return 0, netip.Addr{}, nil, false
+}

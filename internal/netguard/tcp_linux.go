@@ -1,0 +1,121 @@
+package netguard
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/waiter"
+)
+
+// handleTCP decides one SYN. The destination must be an address a pinned,
+// allowed name resolved to for this port, or an allowed address; then the
+// guard dials that same address (never a name: nothing is re-resolved) and
+// only then completes the handshake, so a refused or unreachable
+// destination looks to the client as it would on a real network.
+func (g *Guard) handleTCP(r *tcp.ForwarderRequest) {
+	id := r.ID()
+	dst, port := addrOf(id.LocalAddress), id.LocalPort
+	if port == 53 {
+		g.conns.Add(1)
+		go func() {
+			defer g.conns.Done()
+			g.serveDNSTCP(r)
+		}()
+		return
+	}
+	c := &tcpConn{g: g, dst: dst, port: port}
+	if !c.admit() {
+		r.Complete(true)
+		return
+	}
+	g.conns.Add(1)
+	go func() {
+		defer g.conns.Done()
+		c.run(r)
+	}()
+}
+
+// tcpConn is one connection from the sandbox.
+type tcpConn struct {
+	g    *Guard
+	dst  netip.Addr
+	port uint16
+	// names are the pinned names the destination may be reached as; rule
+	// is set when an address rule admits it.
+	names    []string
+	addrRule Rule
+	ev       Event
+	downConn net.Conn
+}
+
+// admit decides the destination alone, before any byte is read.
+func (c *tcpConn) admit() bool {
+	p := c.g.policy
+	c.ev = Event{Proto: "tcp", Addr: c.dst.String(), Port: c.port, HostFrom: FromAddr}
+	if r, ok := addrRule(p.rules, c.dst, c.port); ok {
+		c.addrRule = r
+		c.ev.Rule = r.Text
+		return true
+	}
+	names, any := p.pinned(c.dst, c.port)
+	if len(names) > 0 {
+		c.names = names
+		c.ev.Host, c.ev.HostFrom = names[0], FromDNS
+		return true
+	}
+	c.ev.Decision = Deny
+	if any {
+		pn, _ := p.pinnedAny(c.dst)
+		_, why := nameDecision(p.rules, pn, c.port)
+		c.ev.Host, c.ev.HostFrom, c.ev.Reason, c.ev.Detail = pn, FromDNS, ReasonPort, why
+	} else {
+		c.ev.Reason = ReasonAddress
+		c.ev.Detail = fmt.Sprintf("%s is not in the allow list %s: it is an address no allowed host resolved to; connect by name",
+			hostPort(c.dst.String(), c.port), list(p.rules))
+	}
+	p.record(c.ev)
+	return false
+}
+
+func (c *tcpConn) run(r *tcp.ForwarderRequest) {
+	p := c.g.policy
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	up, err := p.dial(ctx, "tcp", net.JoinHostPort(c.dst.String(), strconv.Itoa(int(c.port))))
+	cancel()
+	if err != nil {
+		r.Complete(true)
+		c.ev.Decision, c.ev.Reason, c.ev.Detail = Deny, ReasonUpstream, fmt.Sprintf("%s: %v", hostPort(c.dst.String(), c.port), err)
+		p.record(c.ev)
+		return
+	}
+	defer up.Close()
+	var wq waiter.Queue
+	ep, terr := r.CreateEndpoint(&wq)
+	if terr != nil {
+		r.Complete(true)
+		return
+	}
+	r.Complete(false)
+	ep.SocketOptions().SetKeepAlive(true)
+	down := gonet.NewTCPConn(&wq, ep)
+	defer down.Close()
+	c.relay(down, up)
+}
+
+// pinnedAny returns one name pinned to a, on any port.
+func (p *policy) pinnedAny(a netip.Addr) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pn := p.pins[a.Unmap()]; pn != nil {
+		for n := range pn.names {
+			return n, true
+		}
+	}
+	return "", false
+}

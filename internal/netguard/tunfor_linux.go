@@ -1,0 +1,167 @@
+package netguard
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// HelperArg makes the re-executed binary the tun helper (see HelperMain).
+const HelperArg = "cordon-net-helper"
+
+// TunFor creates the tun device in the network namespace of process pid
+// (a sandbox's init that has not started the command yet) and returns its
+// descriptor. When the namespace belongs to the caller's own user
+// namespace (root without a user namespace) a locked thread joins it;
+// otherwise a helper does, re-executed from this binary (see HelperMain).
+func TunFor(pid int) (*os.File, error) {
+	userns, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/user")
+	if err != nil {
+		return nil, fmt.Errorf("the sandbox's user namespace: %w", err)
+	}
+	defer userns.Close()
+	netns, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/net")
+	if err != nil {
+		return nil, fmt.Errorf("the sandbox's network namespace: %w", err)
+	}
+	defer netns.Close()
+	var a, b unix.Stat_t
+	if err := unix.Fstat(int(userns.Fd()), &a); err != nil {
+		return nil, fmt.Errorf("the sandbox's user namespace: %w", err)
+	}
+	if err := unix.Stat("/proc/self/ns/user", &b); err != nil {
+		return nil, fmt.Errorf("cordon's user namespace: %w", err)
+	}
+	if a.Ino == b.Ino && a.Dev == b.Dev {
+		return tunInThread(netns)
+	}
+	return tunByHelper(userns, netns)
+}
+
+// tunInThread joins netns on a locked thread, makes the tun device there
+// and returns. A thread that cannot go back is never unlocked, so the
+// runtime ends it instead of reusing it.
+func tunInThread(netns *os.File) (*os.File, error) {
+	type result struct {
+		tun *os.File
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		self, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			ch <- result{err: fmt.Errorf("cordon's network namespace: %w", err)}
+			return
+		}
+		defer self.Close()
+		if err := unix.Setns(int(netns.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: fmt.Errorf("join the sandbox's network namespace: %w", err)}
+			return
+		}
+		tun, err := MakeTun()
+		if rerr := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); rerr != nil {
+			if tun != nil {
+				tun.Close()
+			}
+			ch <- result{err: fmt.Errorf("return to cordon's network namespace: %w", rerr)}
+			return
+		}
+		runtime.UnlockOSThread()
+		ch <- result{tun, err}
+	}()
+	r := <-ch
+	return r.tun, r.err
+}
+
+// tunByHelper runs the helper with the namespaces as fds 3 and 4 and a
+// socket as fd 5, over which it sends the tun device or its error.
+func tunByHelper(userns, netns *os.File) (*os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("tun helper socket: %w", err)
+	}
+	mine, theirs := os.NewFile(uintptr(fds[0]), "tun-helper"), os.NewFile(uintptr(fds[1]), "tun-helper")
+	defer mine.Close()
+	cmd := exec.Command("/proc/self/exe", HelperArg)
+	cmd.ExtraFiles = []*os.File{userns, netns, theirs}
+	cmd.Env = []string{}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out := &limitedBuffer{max: 4096}
+	cmd.Stderr = out
+	err = cmd.Start()
+	theirs.Close()
+	if err != nil {
+		return nil, fmt.Errorf("start the tun helper: %w", err)
+	}
+	tun, rerr := receiveTun(mine)
+	werr := cmd.Wait()
+	switch {
+	case rerr != nil && werr != nil:
+		return nil, fmt.Errorf("tun helper: %w: %s", werr, out.String())
+	case rerr != nil:
+		return nil, rerr
+	}
+	return tun, nil
+}
+
+// receiveTun reads the helper's message: a descriptor, or an error text.
+func receiveTun(sock *os.File) (*os.File, error) {
+	buf := make([]byte, 1024)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("tun helper: %w", err)
+	}
+	if oobn > 0 {
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err == nil && len(msgs) == 1 {
+			if fds, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(fds) == 1 {
+				return os.NewFile(uintptr(fds[0]), "/dev/net/tun"), nil
+			}
+		}
+		return nil, errors.New("tun helper: malformed reply")
+	}
+	if n == 0 {
+		return nil, errors.New("tun helper: no reply")
+	}
+	return nil, errors.New(string(buf[:n]))
+}
+
+// HelperMain is the tun helper: the C constructor has joined the
+// sandbox's namespaces; this makes the device and sends it over fd 5. It
+// never returns.
+func HelperMain() {
+	sock := os.NewFile(5, "tun-helper")
+	tun, err := MakeTun()
+	if err != nil {
+		_, _ = sock.Write([]byte(err.Error()))
+		os.Exit(1)
+	}
+	if err := unix.Sendmsg(int(sock.Fd()), []byte{0}, unix.UnixRights(int(tun.Fd())), nil, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "cordon-net-helper: send the tun device:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+type limitedBuffer struct {
+	b   []byte
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.max - len(l.b); room > 0 {
+		l.b = append(l.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (l *limitedBuffer) String() string { return string(l.b) }
