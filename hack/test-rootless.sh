@@ -12,14 +12,26 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 0
 fi
 work="$(mktemp -d /tmp/cordon-rootless.XXXXXX)"
-trap 'rm -rf "$work"' EXIT
+# The network allow-list tests need an address on this machine that is
+# not loopback (the sandbox's loopback is its own): the host end of a veth
+# pair whose other end is in a namespace of its own; the unprivileged
+# tests start their servers on that address.
+netns="cordon-rl-$$"
+netlink="crl$$"
+netlink="${netlink:0:14}"
+nettest_addr="10.213.251.$(( $$ % 200 + 20 ))"
+ip netns add "$netns"
+trap 'rm -rf "$work"; ip link del "${netlink}h" 2>/dev/null || true; ip netns del "$netns" 2>/dev/null || true' EXIT
+ip link add "${netlink}h" type veth peer name "${netlink}p" netns "$netns"
+ip addr add "$nettest_addr/32" dev "${netlink}h"
+ip link set "${netlink}h" up
 go test -c -tags seccomp -o "$work/runner.test" ./runner/
 cp bin/cordon "$work/cordon"
 cp -r hack "$work/hack"
 chown -R "$uid:$uid" "$work"
 chmod 755 "$work"
 as_user=(setpriv --reuid="$uid" --regid="$uid" --clear-groups --reset-env
-  env "HOME=$work" "TMPDIR=$work" "CI=${CI:-}" CORDON_ROOTLESS=1 "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+  env "HOME=$work" "TMPDIR=$work" "CI=${CI:-}" CORDON_ROOTLESS=1 "CORDON_NETTEST_ADDR=$nettest_addr" "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 echo "== runner integration tests as uid $uid (rootless)"
 (cd "$work" && "${as_user[@]}" "$work/runner.test" -test.count=1 -test.run 'Integration' -test.v 2>&1 | tail -n 60)
 echo "== escape suite as uid $uid (rootless)"

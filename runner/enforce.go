@@ -61,13 +61,22 @@ type gapRule struct {
 	// narrow drops the part from the sandbox the backend builds: never
 	// wider than asked.
 	narrow func(eff *spec.Sandbox)
+	// available, when set, reports whether backend b enforces the part on
+	// this host after all; the row then does not apply.
+	available func(b Backend) bool
+}
+
+// appliesTo reports whether the row is a gap of backend b on this host.
+func (rule gapRule) appliesTo(b Backend) bool {
+	return slices.Contains(rule.backends, b) && (rule.available == nil || !rule.available(b))
 }
 
 var gapTable = []gapRule{
 	{
-		key:      "network.allow",
-		summary:  "network allow lists (no egress filter yet): refused, or the network stays off",
-		backends: []Backend{BackendLibcontainer, BackendRootless, BackendSeatbelt},
+		key:       "network.allow",
+		summary:   "network allow lists: enforced on Linux by cordon's own network stack where /dev/net/tun opens; refused elsewhere, or the network stays off",
+		backends:  []Backend{BackendLibcontainer, BackendRootless, BackendSeatbelt},
+		available: guardAvailable,
 		find: func(b Backend, sb *spec.Sandbox, refuse bool) []string {
 			if !sb.Network.Enabled || len(sb.Network.Allow) == 0 {
 				return nil
@@ -75,7 +84,8 @@ var gapTable = []gapRule{
 			list := strings.Join(sb.Network.Allow, ", ")
 			switch {
 			case b != BackendSeatbelt:
-				return []string{"network allow list (" + list + "): cordon has no egress proxy yet, so the network stays off"}
+				_, why := guardProbe()
+				return []string{"network allow list (" + list + "): " + why + ", so cordon cannot enforce it and the network stays off"}
 			case refuse:
 				return []string{"network allow list (" + list + "): Seatbelt cannot filter connections by host name, and the filtering proxy that would enforce it does not exist yet; use network: true or false, or set require_os_sandbox: false to run with the network off"}
 			}
@@ -201,7 +211,7 @@ func Enforce(b Backend, sb *spec.Sandbox) Enforcement {
 	}
 	e.Sandbox = sb.Clone()
 	for _, rule := range gapTable {
-		if !slices.Contains(rule.backends, b) {
+		if !rule.appliesTo(b) {
 			continue
 		}
 		refuse := rule.always || sb.RequireOSSandbox
@@ -258,7 +268,7 @@ func (e Enforcement) UnenforcedKeys() []string {
 // host: the rootless limits row is not when the user's delegated cgroup
 // offers every controller.
 func (rule gapRule) listedFor(b Backend) bool {
-	if !slices.Contains(rule.backends, b) {
+	if !rule.appliesTo(b) {
 		return false
 	}
 	if rule.key == "limits" && b == BackendRootless {

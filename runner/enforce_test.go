@@ -17,6 +17,7 @@ import (
 // the parts whose dropping would change what the sandbox means.
 func TestEnforce(t *testing.T) {
 	withDelegation(t, noDelegation)
+	withGuard(t, false)
 	allow := func(s *spec.Sandbox) { s.Network = spec.Network{Enabled: true, Allow: []string{"github.com:443"}} }
 	limits := func(s *spec.Sandbox) { s.Limits = spec.Limits{Memory: 1 << 30, Pids: 100, CPUs: 1.5, Timeout: 5e9} }
 	remap := func(s *spec.Sandbox) { s.Mounts = []spec.Mount{{Source: "/src/cache", Target: "/cache"}} }
@@ -29,7 +30,7 @@ func TestEnforce(t *testing.T) {
 		mention           string
 	}{
 		{"plain", BackendLibcontainer, func(*spec.Sandbox) {}, true, nil, nil, ""},
-		{"root allow list refused", BackendLibcontainer, allow, true, []string{"network.allow"}, nil, "egress proxy"},
+		{"root allow list refused", BackendLibcontainer, allow, true, []string{"network.allow"}, nil, "/dev/net/tun cannot be opened"},
 		{"root allow list dropped", BackendLibcontainer, allow, false, nil, []string{"network.allow"}, "network stays off"},
 		{"root enforces limits", BackendLibcontainer, limits, true, nil, nil, ""},
 		{"rootless limits refused", BackendRootless, limits, true, []string{"limits"}, nil, "memory, pids, cpus"},
@@ -92,6 +93,7 @@ func sameSandbox(a, b *spec.Sandbox) bool {
 // Seatbelt refusal's sentences carry their own.
 func TestUnenforceableErrorMessages(t *testing.T) {
 	withDelegation(t, noDelegation)
+	withGuard(t, false)
 	sb := &spec.Sandbox{Root: "/w", RequireOSSandbox: true, Network: spec.Network{Enabled: true, Allow: []string{"a.org"}}}
 	msg := Enforce(BackendLibcontainer, sb).Err().Error()
 	if !strings.HasPrefix(msg, "this Linux host cannot enforce this sandbox: network allow list (a.org)") || !strings.HasSuffix(msg, "(cordon then reports what was not enforced)") {
@@ -113,6 +115,7 @@ func TestUnenforceableErrorMessages(t *testing.T) {
 // recording what was dropped in the spec.
 func TestPlan(t *testing.T) {
 	withDelegation(t, noDelegation)
+	withGuard(t, false)
 	sb := &spec.Sandbox{Root: t.TempDir(), System: spec.System{Kind: spec.SystemNone}, RequireOSSandbox: true,
 		Network: spec.Network{Enabled: true, Allow: []string{"a.org"}}, Limits: spec.Limits{Memory: 64 << 20}}
 	host := spec.ModernHost()
@@ -142,5 +145,50 @@ func TestPlan(t *testing.T) {
 	sp, _, err := SpecPlan(sb, []string{"sh"})
 	if err != nil || !slices.Contains(sp.Unenforced, "network.allow") || sp.Spec.Process.Cwd != sb.Root {
 		t.Errorf("SpecPlan = %+v, %v", sp, err)
+	}
+}
+
+// withGuard makes the network guard available or not for one test.
+func withGuard(t *testing.T, ok bool) {
+	t.Helper()
+	old := guardProbe
+	guardProbe = func() (bool, string) {
+		if ok {
+			return true, ""
+		}
+		return false, "/dev/net/tun cannot be opened (no such device)"
+	}
+	t.Cleanup(func() { guardProbe = old })
+}
+
+// TestEnforceNetworkGuarded: where the guard runs, the Linux backends
+// enforce an allow list (nothing refused or dropped, the network
+// namespace kept, no unenforced annotation), doctor lists no gap for it,
+// and Seatbelt still refuses it.
+func TestEnforceNetworkGuarded(t *testing.T) {
+	withGuard(t, true)
+	sb := &spec.Sandbox{Root: t.TempDir(), System: spec.System{Kind: spec.SystemNone}, RequireOSSandbox: true,
+		Network: spec.Network{Enabled: true, Allow: []string{"github.com:443"}}}
+	for _, b := range []Backend{BackendLibcontainer, BackendRootless} {
+		e := Enforce(b, sb)
+		if e.Err() != nil || len(e.Unenforced) != 0 || !slices.Equal(e.Sandbox.Network.Allow, sb.Network.Allow) {
+			t.Fatalf("%s: %+v", b, e)
+		}
+		p, _, err := Plan(b, sb, process([]string{"true"}, sb.Root, false), runOptions(b, "x", "/run/x/rootfs", spec.ModernHost()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(p.Unenforced, "network.allow") || strings.Contains(p.Spec.Annotations[spec.AnnotationUnenforced], "network.allow") ||
+			!slices.ContainsFunc(p.Spec.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.NetworkNamespace }) {
+			t.Errorf("%s: unenforced %v, annotations %v", b, p.Unenforced, p.Spec.Annotations)
+		}
+		for _, l := range Limitations(b) {
+			if strings.HasPrefix(l, "network.allow") {
+				t.Errorf("%s: doctor lists %q", b, l)
+			}
+		}
+	}
+	if Enforce(BackendSeatbelt, sb).Err() == nil {
+		t.Error("seatbelt enforces an allow list")
 	}
 }

@@ -8,6 +8,8 @@ import (
 	// nsenter joins and creates namespaces in C before the Go runtime
 	// starts in the re-executed init; it does nothing in other processes.
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"
+
+	"github.com/cordon-run/cordon/internal/netguard"
 )
 
 // sandboxInitArg makes the re-executed binary act as the sandbox's PID 1.
@@ -24,6 +26,9 @@ func Init() {
 	switch os.Args[1] {
 	case "init":
 		libcontainer.Init()
+	case netguard.HelperArg:
+		// A C constructor joined the sandbox's namespaces first.
+		netguard.HelperMain()
 	case sandboxInitArg:
 		// The C constructor in sandboxinit_linux.c handles this before
 		// the Go runtime starts; reaching Go means it did not run.

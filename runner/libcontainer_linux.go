@@ -12,6 +12,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 
+	"github.com/cordon-run/cordon/internal/netguard"
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/spec"
 )
@@ -25,6 +26,7 @@ import (
 type linuxRunner struct {
 	state    *stateDir
 	rootless bool
+	resolver netguard.Resolver
 }
 
 // New returns the libcontainer backend. As root it uses cgroups for limits;
@@ -39,7 +41,7 @@ func New(opts Options) (Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
-	return &linuxRunner{state: st, rootless: os.Geteuid() != 0}, nil
+	return &linuxRunner{state: st, rootless: os.Geteuid() != 0, resolver: opts.Resolver}, nil
 }
 
 // Run implements Runner.
@@ -99,6 +101,9 @@ type linuxRun struct {
 	// its stderr for classification.
 	stdout, stderr *CappedWriter
 	tail           *TailBuffer
+	// guard enforces the network allow list, when there is one.
+	guard     *netguard.Guard
+	netEvents *eventLog
 }
 
 func (r *linuxRunner) run(ctx context.Context, req Request, res Result) Result {

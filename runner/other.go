@@ -11,3 +11,8 @@ func New(Options) (Runner, error) { return nil, ErrUnsupported }
 
 // PrewarmCgroups does nothing off Linux.
 func PrewarmCgroups() {}
+
+// networkGuardAvailable: the network guard needs Linux.
+func networkGuardAvailable() (bool, string) {
+	return false, "cordon's network guard needs Linux"
+}

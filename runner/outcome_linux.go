@@ -106,8 +106,14 @@ func (run *linuxRun) finish(o Outcome) Result {
 		notes = run.req.Stderr
 	}
 	cut := ReportTruncation(notes, run.stdout, run.stderr)
-	res := Classify(run.res, o, initMessages, PolicyDenials(run.table, run.eff))
+	if run.guard != nil {
+		// The sandbox is gone: every connection ends now and records
+		// its event.
+		run.guard.Close()
+	}
+	res := Classify(run.res, o, initMessages, networkDenials(run.guardDenials()), PolicyDenials(run.table, run.eff))
 	res.OutputTruncated = cut
+	res.Network = run.guardEvents()
 	return res
 }
 

@@ -54,6 +54,7 @@ func runOptions(b Backend, id, rootfs string, host spec.Host) spec.RunOptions {
 	if !ro.Rootless {
 		ro.CgroupsPath = "/cordon/" + id
 	}
+	ro.NetworkGuarded = b != BackendSeatbelt && guardAvailable(b)
 	return ro
 }
 

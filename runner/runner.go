@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/cordon-run/cordon/internal/netguard"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -122,6 +123,10 @@ type Result struct {
 	Backend string `json:"backend,omitempty"`
 	// Sandbox is a summary of the effective sandbox.
 	Sandbox *spec.Summary `json:"sandbox,omitempty"`
+	// Network lists the network guard's decisions (DNS questions, TCP
+	// connections, refused datagrams) of a run with a network allow list,
+	// in order; the audit log writes one line for each.
+	Network []netguard.Event `json:"network,omitempty"`
 }
 
 // Options configure a backend created by New.
@@ -129,4 +134,7 @@ type Options struct {
 	// StateDir holds run state; "" picks /run/cordon for root and a private
 	// per-user directory otherwise.
 	StateDir string
+	// Resolver resolves the names a network allow list admits; nil means
+	// the host's resolver (/etc/hosts, then DNS).
+	Resolver netguard.Resolver
 }

@@ -47,7 +47,9 @@ var setupSteps = []setupStep{
 // there) and before it executes the command: libcontainer's Start-then-Exec
 // split. A device or socket that must be moved into the sandbox before the
 // command starts (a tun device and its network stack) goes here.
-var startedSteps []setupStep
+var startedSteps = []setupStep{
+	{"network", (*linuxRun).network},
+}
 
 // preflight refuses what must never be run (a mount source reached through
 // a symlink the sandbox could have planted, a mount that would show

@@ -102,6 +102,10 @@ type RunOptions struct {
 	// not enforce (runner.Enforcement.UnenforcedKeys), recorded in
 	// AnnotationUnenforced.
 	Unenforced []string
+	// NetworkGuarded: the backend enforces a network allow list itself
+	// (a tun device in the sandbox's network namespace and cordon's own
+	// TCP/IP stack), so the allow list is not listed as unenforced.
+	NetworkGuarded bool
 }
 
 // Host is what the translation needs to know of the kernel that will run
@@ -189,7 +193,8 @@ func currentHost(host *Host) hostInfo {
 // decided by the backend (runner.Enforce), never here: a network allow list
 // that reaches the translation keeps the network namespace (no network at
 // all: narrower, never wider) and is listed as "network.allow" in
-// AnnotationUnenforced, with RunOptions.Unenforced.
+// AnnotationUnenforced, with RunOptions.Unenforced, unless
+// RunOptions.NetworkGuarded says the backend enforces it.
 func ToOCI(sb *Sandbox, proc Process, ro RunOptions, opts ...Opt) (*specs.Spec, error) {
 	return toOCI(sb, proc, ro, currentHost(ro.Host), opts...)
 }
@@ -218,9 +223,10 @@ func toOCI(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) (*
 	case !sb.Network.Enabled:
 		namespaces = append(namespaces, specs.NetworkNamespace)
 	case len(sb.Network.Allow) > 0:
-		// A network namespace gives all hosts or none.
+		// A network namespace gives all hosts or none, until the
+		// backend's guard gives it the allowed ones.
 		namespaces = append(namespaces, specs.NetworkNamespace)
-		if !slices.Contains(unenforced, "network.allow") {
+		if !ro.NetworkGuarded && !slices.Contains(unenforced, "network.allow") {
 			unenforced = append(unenforced, "network.allow")
 		}
 	}

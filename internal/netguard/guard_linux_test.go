@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cordon-run/cordon/internal/netguard/nettest"
 )
@@ -196,5 +197,57 @@ func TestGuardWildcardNeverYieldsPrivateAddresses(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no subdomains-only denial: %+v", s.g.Denials())
+	}
+}
+
+// TestMain lets the test binary act as the tun helper, as cordon does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == HelperArg {
+		HelperMain()
+	}
+	os.Exit(m.Run())
+}
+
+// TestTunForJoinsTheOwningUserNamespace: a network namespace owned by
+// another user namespace (a rootless sandbox's) gets its tun device from
+// the re-executed helper, which joins that user namespace before the Go
+// runtime starts, and the guard answers DNS in it.
+func TestTunForJoinsTheOwningUserNamespace(t *testing.T) {
+	h := nettest.NewHost(t, "allowed.test")
+	if h.NS == "" {
+		t.Skip("needs root")
+	}
+	cmd := exec.Command("unshare", "--user", "--map-root-user", "--net", "sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	pid := cmd.Process.Pid
+	self, _ := os.Readlink("/proc/self/ns/user")
+	for {
+		// unshare has unshared once its user namespace differs.
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/user", pid)); err == nil && ns != self {
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "sleep" {
+				break
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	tun, err := TunFor(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Start(tun, Config{Allow: []string{"allowed.test:80"}, Resolver: h.DNS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	out, err := exec.Command("nsenter", "-t", fmt.Sprint(pid), "-U", "-n", "--preserve-credentials", "getent", "ahostsv4", "allowed.test").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), h.Addr.String()+" ") {
+		t.Fatalf("getent in the namespace: %q, %v", out, err)
+	}
+	out, err = exec.Command("nsenter", "-t", fmt.Sprint(pid), "-U", "-n", "--preserve-credentials", "curl", "-sS", "--max-time", "20", "http://allowed.test/").CombinedOutput()
+	if err != nil || string(out) != h.Body {
+		t.Fatalf("curl in the namespace: %q, %v", out, err)
 	}
 }

@@ -1,7 +1,9 @@
 package netguard
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"sync"
@@ -32,6 +34,12 @@ type Guard struct {
 
 	closeOnce sync.Once
 	conns     sync.WaitGroup
+	// ctx ends with Close: dials in flight give up.
+	ctx    context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	// open are the upstream connections, closed by Close.
+	open map[net.Conn]struct{}
 }
 
 // Start runs the guard over tun, the sandbox's tun device (IFF_TUN,
@@ -42,7 +50,8 @@ func Start(tun *os.File, cfg Config) (*Guard, error) {
 		tun.Close()
 		return nil, err
 	}
-	g := &Guard{policy: p, tun: tun}
+	g := &Guard{policy: p, tun: tun, open: map[net.Conn]struct{}{}}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
 	if err := g.build(); err != nil {
 		tun.Close()
 		return nil, err
@@ -102,15 +111,43 @@ func (g *Guard) build() error {
 	return nil
 }
 
-// Close stops the stack and closes the tun device. Connections in flight
-// are cut.
+// Close stops the stack, cuts the connections in flight, waits until each
+// has recorded its event, and closes the tun device.
 func (g *Guard) Close() error {
 	g.closeOnce.Do(func() {
+		g.cancel()
 		g.stack.Close()
+		g.mu.Lock()
+		for c := range g.open {
+			c.Close()
+		}
+		g.open = nil
+		g.mu.Unlock()
+		g.conns.Wait()
 		g.stack.Wait()
 		g.tun.Close()
 	})
 	return nil
+}
+
+// track registers an upstream connection for Close to cut; it returns
+// false (and closes c) when the guard is closed already.
+func (g *Guard) track(c net.Conn) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open == nil {
+		c.Close()
+		return false
+	}
+	g.open[c] = struct{}{}
+	return true
+}
+
+func (g *Guard) untrack(c net.Conn) {
+	g.mu.Lock()
+	delete(g.open, c)
+	g.mu.Unlock()
+	c.Close()
 }
 
 // addrOf converts a stack address.

@@ -85,7 +85,7 @@ func (c *tcpConn) admit() bool {
 
 func (c *tcpConn) run(r *tcp.ForwarderRequest) {
 	p := c.g.policy
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(c.g.ctx, 30*time.Second)
 	up, err := p.dial(ctx, "tcp", net.JoinHostPort(c.dst.String(), strconv.Itoa(int(c.port))))
 	cancel()
 	if err != nil {
@@ -94,7 +94,11 @@ func (c *tcpConn) run(r *tcp.ForwarderRequest) {
 		p.record(c.ev)
 		return
 	}
-	defer up.Close()
+	if !c.g.track(up) {
+		r.Complete(true)
+		return
+	}
+	defer c.g.untrack(up)
 	var wq waiter.Queue
 	ep, terr := r.CreateEndpoint(&wq)
 	if terr != nil {

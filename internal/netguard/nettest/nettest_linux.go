@@ -44,6 +44,11 @@ type Host struct {
 	CAFile string
 	// Body is what the HTTP and HTTPS servers answer for every path.
 	Body string
+	// The servers' ports: 80, 443 and 7 as root; ephemeral ones as
+	// another user.
+	HTTPPort, HTTPSPort, EchoPort int
+	// inNS: the servers run inside NS (as root).
+	inNS bool
 	// Extra are more names the DNS server answers, with other addresses.
 	Extra map[string]netip.Addr
 	// DNS is a resolver that asks the host's DNS server, as the guard's
@@ -51,13 +56,11 @@ type Host struct {
 	DNS *net.Resolver
 }
 
-// Ports of the servers.
-const (
-	HTTPPort  = 80
-	HTTPSPort = 443
-	EchoPort  = 7
-	DNSPort   = 53
-)
+// AddrEnv names the variable through which a root parent (the rootless
+// test script) hands an unprivileged test an address of a link it made
+// for it (hack/test-rootless.sh); the test's servers listen there, in the
+// test's own namespace, on ephemeral ports.
+const AddrEnv = "CORDON_NETTEST_ADDR"
 
 // Run runs a command with ip(8), failing the test on error.
 func Run(t testing.TB, args ...string) string {
@@ -69,15 +72,25 @@ func Run(t testing.TB, args ...string) string {
 	return string(out)
 }
 
-// NewHost makes a test host answering for names; it needs root.
+// NewHost makes a test host answering for names. As root it makes a
+// namespace of its own; as another user it needs the address in AddrEnv,
+// and skips without one.
 func NewHost(t testing.TB, names ...string) *Host {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("test hosts need root (ip netns, veth)")
-	}
 	n := int(time.Now().UnixNano()/1000+int64(os.Getpid())) % 250
 	tag := fmt.Sprintf("%d%02x", os.Getpid()%100000, n)
-	h := &Host{NS: "cordon-nt-" + tag, Names: names, Body: "hello from the test host " + tag + "\n", Extra: map[string]netip.Addr{}}
+	h := &Host{Names: names, Body: "hello from the test host " + tag + "\n", Extra: map[string]netip.Addr{}}
+	if os.Geteuid() != 0 {
+		a, err := netip.ParseAddr(os.Getenv(AddrEnv))
+		if err != nil {
+			t.Skipf("test hosts need root (ip netns, veth), or an address in %s (hack/test-rootless.sh)", AddrEnv)
+		}
+		h.Addr = a
+		h.serve(t)
+		return h
+	}
+	h.NS, h.inNS = "cordon-nt-"+tag, true
+	h.HTTPPort, h.HTTPSPort, h.EchoPort = 80, 443, 7
 	sub := fmt.Sprintf("10.213.%d", n+1)
 	h.Addr = netip.MustParseAddr(sub + ".2")
 	hostIf, peerIf := "cnt"+tag+"h", "cnt"+tag+"p"
@@ -107,16 +120,19 @@ func (h *Host) listen(t testing.TB, network string, port int) any {
 	}
 	ch := make(chan res, 1)
 	go func() {
-		// The thread stays in the namespace and dies with the goroutine.
-		runtime.LockOSThread()
-		ns, err := os.Open(filepath.Join("/run/netns", h.NS))
-		if err == nil {
-			err = unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET)
-			ns.Close()
-		}
-		if err != nil {
-			ch <- res{err: err}
-			return
+		if h.inNS {
+			// The thread stays in the namespace and dies with the
+			// goroutine.
+			runtime.LockOSThread()
+			ns, err := os.Open(filepath.Join("/run/netns", h.NS))
+			if err == nil {
+				err = unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET)
+				ns.Close()
+			}
+			if err != nil {
+				ch <- res{err: err}
+				return
+			}
 		}
 		addr := net.JoinHostPort(h.Addr.String(), fmt.Sprint(port))
 		if network == "udp" {
@@ -139,16 +155,17 @@ func (h *Host) serve(t testing.TB) {
 		w.Header().Set("X-Test-Host", r.Host)
 		_, _ = io.WriteString(w, h.Body)
 	})
-	hl := h.listen(t, "tcp", HTTPPort).(net.Listener)
+	hl := h.listen(t, "tcp", h.HTTPPort).(net.Listener)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute}
 	go func() { _ = srv.Serve(hl) }()
 	cert, ca := h.certificate(t)
-	tl := h.listen(t, "tcp", HTTPSPort).(net.Listener)
+	tl := h.listen(t, "tcp", h.HTTPSPort).(net.Listener)
 	tsrv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
 	go func() { _ = tsrv.ServeTLS(tl, "", "") }()
-	el := h.listen(t, "tcp", EchoPort).(net.Listener)
+	el := h.listen(t, "tcp", h.EchoPort).(net.Listener)
 	go echo(el)
-	dl := h.listen(t, "udp", DNSPort).(net.PacketConn)
+	h.HTTPPort, h.HTTPSPort, h.EchoPort = port(hl.Addr()), port(tl.Addr()), port(el.Addr())
+	dl := h.listen(t, "udp", 0).(net.PacketConn)
 	go h.dns(dl)
 	t.Cleanup(func() {
 		srv.Close()
@@ -160,12 +177,14 @@ func (h *Host) serve(t testing.TB) {
 	if err := os.WriteFile(h.CAFile, ca, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dnsAddr := net.JoinHostPort(h.Addr.String(), fmt.Sprint(DNSPort))
+	dnsAddr := dl.LocalAddr().String()
 	h.DNS = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "udp", dnsAddr)
 	}}
 }
+
+func port(a net.Addr) int { return int(netip.MustParseAddrPort(a.String()).Port()) }
 
 func echo(l net.Listener) {
 	for {
@@ -247,4 +266,18 @@ func (h *Host) certificate(t testing.TB) (tls.Certificate, []byte) {
 		t.Fatal(err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+}
+
+// URL is the address of the HTTP (scheme "http") or HTTPS server as name.
+func (h *Host) URL(scheme, name string) string {
+	p := h.HTTPPort
+	if scheme == "https" {
+		p = h.HTTPSPort
+	}
+	return fmt.Sprintf("%s://%s:%d/", scheme, name, p)
+}
+
+// Allow is the allow list of name on the servers' three ports.
+func (h *Host) Allow(name string) []string {
+	return []string{fmt.Sprintf("%s:%d", name, h.HTTPPort), fmt.Sprintf("%s:%d", name, h.HTTPSPort), fmt.Sprintf("%s:%d", name, h.EchoPort)}
 }

@@ -1,0 +1,103 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/internal/netguard"
+)
+
+// network starts the network guard of a sandbox with an allow list: a tun
+// device in the sandbox's network namespace, made before the command
+// starts, and cordon's own TCP/IP stack over it (package netguard).
+func (run *linuxRun) network() error {
+	if run.eff == nil || !run.eff.Network.Enabled || len(run.eff.Network.Allow) == 0 {
+		return nil
+	}
+	pid, err := run.lp.Pid()
+	if err != nil {
+		return fmt.Errorf("network allow list: the sandbox's init: %w", err)
+	}
+	tun, err := netguard.TunFor(pid)
+	if err != nil {
+		return fmt.Errorf("network allow list: %w", err)
+	}
+	run.netEvents = &eventLog{}
+	g, err := netguard.Start(tun, netguard.Config{Allow: run.eff.Network.Allow, Resolver: run.r.resolver, OnEvent: run.netEvents.add})
+	if err != nil {
+		return fmt.Errorf("network allow list: %w", err)
+	}
+	run.guard = g
+	run.onEnd(func() { g.Close() })
+	return nil
+}
+
+// eventLog keeps the guard's events of one run.
+type eventLog struct {
+	mu  sync.Mutex
+	evs []netguard.Event
+}
+
+func (l *eventLog) add(e netguard.Event) {
+	l.mu.Lock()
+	l.evs = append(l.evs, e)
+	l.mu.Unlock()
+}
+
+func (run *linuxRun) guardEvents() []netguard.Event {
+	if run.netEvents == nil {
+		return nil
+	}
+	run.netEvents.mu.Lock()
+	defer run.netEvents.mu.Unlock()
+	return append([]netguard.Event(nil), run.netEvents.evs...)
+}
+
+func (run *linuxRun) guardDenials() []netguard.Event {
+	if run.guard == nil {
+		return nil
+	}
+	return run.guard.Denials()
+}
+
+// networkGuardAvailable reports whether this host can enforce a network
+// allow list: cordon makes a tun device in each sandbox, so /dev/net/tun
+// must open. It returns the reason when it cannot.
+func networkGuardAvailable() (bool, string) {
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, fmt.Sprintf("/dev/net/tun cannot be opened (%v); inside a container, pass the device (docker run --device /dev/net/tun)", err)
+	}
+	unix.Close(fd)
+	return true, ""
+}
+
+// networkDenials explains a failed command by the guard's denials during
+// the run: the first one, which is what the command met first, and how
+// many more there were.
+func networkDenials(denials []netguard.Event) Explainer {
+	return func(_ Outcome, res *Result) bool {
+		if len(denials) == 0 {
+			return false
+		}
+		res.FailureType = FailureNetworkDenied
+		res.FailureDetail = denialDetail(denials)
+		return true
+	}
+}
+
+func denialDetail(denials []netguard.Event) string {
+	var b strings.Builder
+	b.WriteString(denials[0].Detail)
+	if n := len(denials) - 1; n > 0 {
+		fmt.Fprintf(&b, " (and %d more network denial", n)
+		if n > 1 {
+			b.WriteString("s")
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}

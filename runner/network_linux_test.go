@@ -1,0 +1,162 @@
+package runner_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cordon-run/cordon/internal/netguard"
+	"github.com/cordon-run/cordon/internal/netguard/nettest"
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/spec"
+)
+
+// netSandbox is a sandbox with an allow list, run against a test host.
+type netSandbox struct {
+	t  *testing.T
+	h  *nettest.Host
+	sb *spec.Sandbox
+	r  runner.Runner
+	ca string
+}
+
+func newNetSandbox(t *testing.T) *netSandbox {
+	t.Helper()
+	sb := newSandbox(t)
+	h := nettest.NewHost(t, "allowed.test", "other.test")
+	sb.Network = spec.Network{Enabled: true, Allow: h.Allow("allowed.test")}
+	r, err := runner.New(runner.Options{StateDir: stateDir(t), Resolver: h.DNS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sandbox has a private /tmp: the CA goes in its workspace.
+	ca, err := os.ReadFile(h.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(sb.Root, "ca.pem")
+	if err := os.WriteFile(caFile, ca, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &netSandbox{t: t, h: h, sb: sb, r: r, ca: caFile}
+}
+
+func (n *netSandbox) run(args ...string) runOut {
+	n.t.Helper()
+	var so, se bytes.Buffer
+	res, err := n.r.Run(context.Background(), runner.Request{Sandbox: n.sb, Args: args, Stdout: &so, Stderr: &se})
+	if err != nil {
+		n.t.Fatalf("Run: %v", err)
+	}
+	return runOut{res: res, stdout: so.String(), stderr: se.String()}
+}
+
+// denied asserts a run typed network_denied whose detail says want, with
+// the denial among the run's network events.
+func (n *netSandbox) denied(o runOut, reason, want string) {
+	n.t.Helper()
+	if o.res.FailureType != runner.FailureNetworkDenied || !strings.Contains(o.res.FailureDetail, want) {
+		n.t.Fatalf("result %+v (stderr %q); want network_denied saying %q", o.res, o.stderr, want)
+	}
+	for _, e := range o.res.Network {
+		if e.Decision == netguard.Deny && e.Reason == reason {
+			return
+		}
+	}
+	n.t.Fatalf("no %s event in %+v", reason, o.res.Network)
+}
+
+func curlArgs(args ...string) []string {
+	return append([]string{"curl", "-fsS", "--max-time", "20"}, args...)
+}
+
+// TestIntegrationNetworkAllowList: real clients in a sandbox with an allow
+// list reach the allowed names byte for byte; every other destination is
+// refused by cordon's own stack, and the run says why.
+func TestIntegrationNetworkAllowList(t *testing.T) {
+	n := newNetSandbox(t)
+	if !tunOpens() {
+		n.refusedWithoutTun()
+		return
+	}
+	h := n.h
+	list := "[" + strings.Join(h.Allow("allowed.test"), ", ") + "]"
+	o := n.run(curlArgs(h.URL("http", "allowed.test"))...)
+	if o.res.FailureType != runner.FailureNone || o.stdout != n.h.Body {
+		t.Fatalf("http: %+v, %q, %q", o.res, o.stdout, o.stderr)
+	}
+	o = n.run(curlArgs("--cacert", n.ca, h.URL("https", "allowed.test"))...)
+	if o.res.FailureType != runner.FailureNone || o.stdout != n.h.Body {
+		t.Fatalf("https: %+v, %q, %q", o.res, o.stdout, o.stderr)
+	}
+	var sni bool
+	for _, e := range o.res.Network {
+		sni = sni || e.Proto == "tcp" && e.HostFrom == netguard.FromSNI && e.Decision == netguard.Allow && e.BytesIn > 0
+	}
+	if !sni {
+		t.Fatalf("no allowed TLS connection among %+v", o.res.Network)
+	}
+	// A raw socket, no proxy variables: bytes come back as sent.
+	o = n.run("python3", "-c", fmt.Sprintf(`import socket
+c=socket.create_connection(("allowed.test",%d),timeout=20); c.sendall(b"raw\x00\xff"); c.shutdown(socket.SHUT_WR)
+b=b""
+while True:
+    x=c.recv(100)
+    if not x: break
+    b+=x
+print(b.hex())`, h.EchoPort))
+	if o.res.FailureType != runner.FailureNone || strings.TrimSpace(o.stdout) != "726177"+"00ff" {
+		t.Fatalf("raw socket: %+v, %q, %q", o.res, o.stdout, o.stderr)
+	}
+
+	other := 8080
+	for other == h.HTTPPort || other == h.HTTPSPort || other == h.EchoPort {
+		other++
+	}
+	n.denied(n.run(curlArgs(h.URL("http", "other.test"))...), netguard.ReasonDNSRefused, "other.test is not in the allow list "+list)
+	n.denied(n.run(curlArgs("-H", "Host: other.test", h.URL("http", "allowed.test"))...), netguard.ReasonHTTPHost, fmt.Sprintf("other.test:%d is not in the allow list", h.HTTPPort))
+	n.denied(n.run(curlArgs("--cacert", n.ca, "--connect-to", fmt.Sprintf("other.test:%d:allowed.test:%d", h.HTTPSPort, h.HTTPSPort), h.URL("https", "other.test"))...),
+		netguard.ReasonSNI, fmt.Sprintf("other.test:%d is not in the allow list", h.HTTPSPort))
+	n.denied(n.run(curlArgs(fmt.Sprintf("http://%s:%d/", n.unlisted(), h.HTTPPort))...), netguard.ReasonAddress, "no allowed host resolved to")
+	n.denied(n.run(curlArgs(fmt.Sprintf("http://allowed.test:%d/", other))...), netguard.ReasonPort, fmt.Sprintf("allowed.test is allowed on port %d, %d, %d only", h.HTTPPort, h.HTTPSPort, h.EchoPort))
+}
+
+// unlisted is an address on this machine that no allowed name resolves to.
+func (n *netSandbox) unlisted() string {
+	if n.h.NS != "" {
+		return n.h.Addr.Prev().String() // the host's end of the veth
+	}
+	return n.h.Addr.Next().String()
+}
+
+// tunOpens reports whether this user can open /dev/net/tun (a rootless
+// user cannot where the device is 0600, as on some hosts).
+func tunOpens() bool {
+	f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
+}
+
+// refusedWithoutTun: without a tun device an allow list is refused, with
+// the reason, and with require_os_sandbox: false the network is off, not
+// open.
+func (n *netSandbox) refusedWithoutTun() {
+	t := n.t
+	o := n.run(curlArgs(n.h.URL("http", "allowed.test"))...)
+	if o.res.FailureType != runner.FailureSetupError || !strings.Contains(o.res.FailureDetail, "/dev/net/tun cannot be opened") || o.stdout != "" {
+		t.Fatalf("without a tun device: %+v, %q", o.res, o.stdout)
+	}
+	n.sb.RequireOSSandbox = false
+	o = n.run(curlArgs(n.h.URL("http", "allowed.test"))...)
+	if o.res.FailureType == runner.FailureNone || o.stdout != "" || len(o.res.Unenforced) != 1 || !strings.Contains(o.res.Unenforced[0], "network stays off") {
+		t.Fatalf("degraded without a tun device: %+v, %q", o.res, o.stdout)
+	}
+	t.Logf("this user cannot open /dev/net/tun: the allow list was refused (%s)", o.res.Unenforced[0])
+}
