@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/runner"
 )
 
 // ptyPair is a pseudo-terminal for a TTY run. The command gets the slave as
@@ -22,6 +24,8 @@ import (
 type ptyPair struct {
 	master, slave *os.File
 	done          sync.WaitGroup
+	// keys carries each ^C typed at the terminal (runner.CopyKeys).
+	keys chan struct{}
 }
 
 // openPTY allocates a pseudo-terminal pair.
@@ -50,7 +54,7 @@ func openPTY() (*ptyPair, error) {
 		m.Close()
 		return nil, fmt.Errorf("pty: %w", err)
 	}
-	return &ptyPair{master: m, slave: s}, nil
+	return &ptyPair{master: m, slave: s, keys: make(chan struct{}, 8)}, nil
 }
 
 // resize copies the caller's terminal size to the pty.
@@ -66,7 +70,7 @@ func (p *ptyPair) resize(size func() (cols, rows uint16, ok bool)) {
 // copy streams in to the terminal and the terminal to out.
 func (p *ptyPair) copy(in io.Reader, out io.Writer) {
 	if in != nil {
-		go func() { _, _ = io.Copy(p.master, in) }()
+		go runner.CopyKeys(p.master, in, p.keys)
 	}
 	if out == nil {
 		out = io.Discard

@@ -129,6 +129,9 @@ type outcome struct {
 	TimedOut bool
 	// Canceled is true when the caller's context ended the run.
 	Canceled bool
+	// Interrupted is true when it was a second interrupt (^C, SIGINT or
+	// SIGTERM).
+	Interrupted bool
 	// Stderr is the tail of the command's stderr.
 	Stderr string
 	// LogDenials are this run's denials from the unified log.
@@ -162,14 +165,15 @@ func newResult(sb *spec.Sandbox, degraded []string, d time.Duration) runner.Resu
 // enforced.
 func classify(sb *spec.Sandbox, degraded []string, policy runner.Policy, timeout time.Duration, o outcome) runner.Result {
 	ro := runner.Outcome{
-		SetupErr: o.StartErr,
-		ExitCode: o.ExitCode,
-		Signal:   o.Signal,
-		TimedOut: o.TimedOut,
-		Canceled: o.Canceled,
-		Timeout:  timeout,
-		Stderr:   o.Stderr,
-		Cwd:      o.Cwd,
+		SetupErr:    o.StartErr,
+		ExitCode:    o.ExitCode,
+		Signal:      o.Signal,
+		TimedOut:    o.TimedOut,
+		Canceled:    o.Canceled,
+		Interrupted: o.Interrupted,
+		Timeout:     timeout,
+		Stderr:      o.Stderr,
+		Cwd:         o.Cwd,
 		// The wrapper that sets RLIMIT_FSIZE execs the command, so a
 		// SIGXFSZ reaches the wait status as it does on Linux.
 		FileSizeLimit: sb.Limits.FileSize,

@@ -120,7 +120,7 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 	}
 	end, waitErr := supervise(ctx, req, cmd, term)
 	timedOut, canceled := end.TimedOut, end.Canceled
-	o := outcome{Cwd: cwd, TimedOut: timedOut, Canceled: canceled, Stderr: tail.String(), Duration: time.Since(start)}
+	o := outcome{Cwd: cwd, TimedOut: timedOut, Canceled: canceled, Interrupted: end.Interrupted, Stderr: tail.String(), Duration: time.Since(start)}
 	var exitErr *exec.ExitError
 	switch {
 	case waitErr == nil:
@@ -152,8 +152,10 @@ func supervise(ctx context.Context, req runner.Request, cmd *exec.Cmd, term *pty
 	}()
 
 	var resize func()
+	var keys <-chan struct{}
 	if term != nil {
 		resize = func() { term.resize(req.TermSize) }
+		keys = term.keys
 	}
 	// The root is not reaped while it is supervised, so its children still
 	// name it as their parent: Kill finds and kills the whole run.
@@ -162,6 +164,7 @@ func supervise(ctx context.Context, req runner.Request, cmd *exec.Cmd, term *pty
 		Signal: func(s syscall.Signal) { _ = syscall.Kill(-pid, s) },
 		Kill:   func() { killRun(tracker) },
 		Resize: resize,
+		Keys:   keys,
 		Every:  scanInterval,
 		Tick: func() {
 			if procs, err := listProcs(); err == nil {

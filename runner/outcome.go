@@ -20,8 +20,8 @@ type Outcome struct {
 	ExitCode int
 	// Signal names the signal that ended the command ("SIGKILL"), or "".
 	Signal string
-	// TimedOut, Canceled: how supervision ended (see Ended).
-	TimedOut, Canceled bool
+	// TimedOut, Canceled, Interrupted: how supervision ended (see Ended).
+	TimedOut, Canceled, Interrupted bool
 	// Timeout is the run's effective timeout, for the message.
 	Timeout time.Duration
 	// OOM: the memory limit, MemoryLimit bytes, killed a process.
@@ -64,6 +64,10 @@ func Classify(res Result, o Outcome, explain ...Explainer) Result {
 		res.ExitCode = ExitTimeout
 		res.FailureType = FailureTimeout
 		res.FailureDetail = fmt.Sprintf("the command ran longer than the timeout of %s; it and all its processes were killed", o.Timeout)
+		return res
+	case o.Interrupted:
+		res.FailureType = FailureProcessError
+		res.FailureDetail = "the run was interrupted twice (^C, SIGINT or SIGTERM); the command and all its processes were killed"
 		return res
 	case o.Canceled:
 		res.FailureType = FailureProcessError

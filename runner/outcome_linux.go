@@ -71,6 +71,7 @@ func (run *linuxRun) supervise(ctx context.Context) Outcome {
 		Signal: func(s syscall.Signal) { _ = run.container.Signal(s) },
 		Kill:   func() { killAll(run.container) },
 		Resize: func() { run.io.resize(run.req) },
+		Keys:   run.io.keys,
 	})
 	// Every process of the sandbox is gone once its init is (PID
 	// namespace), so the copiers reach EOF.
@@ -79,6 +80,7 @@ func (run *linuxRun) supervise(ctx context.Context) Outcome {
 	o := Outcome{
 		TimedOut:      end.TimedOut,
 		Canceled:      end.Canceled,
+		Interrupted:   end.Interrupted,
 		Timeout:       run.req.EffectiveTimeout(),
 		OOM:           oomKilled(run.container),
 		MemoryLimit:   run.req.Sandbox.Limits.Memory,

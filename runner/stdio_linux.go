@@ -22,11 +22,14 @@ type stdio struct {
 	console         *os.File
 	consoleSock     *os.File
 	stdout, stderr  io.Writer
+	// keys carries each ^C typed at a TTY run's terminal (CopyKeys).
+	keys chan struct{}
 }
 
 func newStdio(req Request, lp *libcontainer.Process, stdout, stderr io.Writer) (*stdio, error) {
 	s := &stdio{stdout: stdout, stderr: stderr}
 	if req.TTY {
+		s.keys = make(chan struct{}, 8)
 		parent, child, err := socketPair()
 		if err != nil {
 			return nil, err
@@ -93,7 +96,7 @@ func (s *stdio) started(req Request) error {
 	s.console = f
 	s.resize(req)
 	if req.Stdin != nil {
-		go func() { _, _ = io.Copy(f, req.Stdin) }()
+		go CopyKeys(f, req.Stdin, s.keys)
 	}
 	s.copiers.Add(1)
 	go func() {

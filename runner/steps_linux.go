@@ -235,7 +235,12 @@ func (run *linuxRun) stdio() error {
 	run.stdout = NewCappedWriter(run.req.Stdout, limit)
 	run.stderr = NewCappedWriter(run.req.Stderr, limit)
 	run.tail = NewTailBuffer(StderrTail)
-	s, err := newStdio(run.req, run.lp, run.stdout, io.MultiWriter(run.stderr, run.tail))
+	out := io.Writer(run.stdout)
+	if run.req.TTY {
+		// A terminal carries stderr too: classification reads its tail.
+		out = io.MultiWriter(run.stdout, run.tail)
+	}
+	s, err := newStdio(run.req, run.lp, out, io.MultiWriter(run.stderr, run.tail))
 	if err != nil {
 		return fmt.Errorf("stdio: %w", err)
 	}

@@ -116,6 +116,34 @@ func TestSupervise(t *testing.T) {
 			t.Fatalf("end %+v kills %d signals %v; want the first forwarded, the second a kill", end, f.kills, f.signals)
 		}
 	})
+	t.Run("second ^C key kills the sandbox", func(t *testing.T) {
+		f := newFake()
+		sup := f.supervised()
+		keys := make(chan struct{}, 2)
+		keys <- struct{}{}
+		keys <- struct{}{}
+		sup.Keys = keys
+		end := Supervise(context.Background(), Request{}, sup)
+		if !end.Canceled || !end.Interrupted || f.kills != 1 || len(f.signals) != 0 {
+			t.Fatalf("end %+v kills %d signals %v; want a kill on the second ^C and nothing forwarded", end, f.kills, f.signals)
+		}
+	})
+	t.Run("one ^C key does not kill", func(t *testing.T) {
+		f := newFake()
+		sup := f.supervised()
+		keys := make(chan struct{}, 1)
+		keys <- struct{}{}
+		sup.Keys = keys
+		go func() {
+			for len(keys) > 0 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			f.end()
+		}()
+		if end := Supervise(context.Background(), Request{}, sup); end != (Ended{}) || f.kills != 0 {
+			t.Fatalf("end %+v kills %d; want a plain exit", end, f.kills)
+		}
+	})
 	t.Run("closed signal channel", func(t *testing.T) {
 		f := newFake()
 		sigs := make(chan os.Signal)

@@ -68,7 +68,7 @@ func runUnsandboxed(ctx context.Context, req Request, res Result, p Policy) Resu
 		Kill:   func() { _ = unix.Kill(pgid, unix.SIGKILL) },
 	})
 	_ = unix.Kill(pgid, unix.SIGKILL)
-	o := Outcome{TimedOut: end.TimedOut, Canceled: end.Canceled, Timeout: req.EffectiveTimeout(), Stderr: tail.String(), Cwd: cmd.Dir}
+	o := Outcome{TimedOut: end.TimedOut, Canceled: end.Canceled, Interrupted: end.Interrupted, Timeout: req.EffectiveTimeout(), Stderr: tail.String(), Cwd: cmd.Dir}
 	o.ExitCode, o.Signal, _ = ExitOf(cmd.ProcessState, werr)
 	o.FileSizeLimit = sb.Limits.FileSize
 	cut := ReportTruncation(req.Stderr, stdout, stderr)
