@@ -23,8 +23,8 @@ var rootlessCgroup = probeDelegation
 
 // delegationFix is the way out of a refusal of rootless limits.
 const delegationFix = "to enforce them rootless, run cordon in a cgroup v2 subtree delegated to you: " +
-	"`systemd-run --user --scope -p Delegate=yes cordon ...` with systemd, or a cgroup root created, " +
-	"gave the controllers to and chowned to you; or run as root"
+	"`systemd-run --user --scope -p Delegate=yes cordon ...` with systemd, or one root made, gave the " +
+	"controllers and chowned to you, as systemd does for user@.service; or run as root"
 
 // limitControllers are the cgroup controllers the limits of sb need.
 func limitControllers(sb *spec.Sandbox) []string {

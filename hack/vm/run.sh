@@ -15,9 +15,10 @@ cd "$(dirname "$0")/../.."
 bin=${1:-bin/cordon}
 dir=${VM_DIR:-bin/vm}
 limit=${VM_TIMEOUT:-480}
-# The cases vm-tests.sh runs: six as root, six as uid 4242, the refusal and
-# its leftover check as uid 4243. Fewer PASS lines than this fails the lane.
-want=14
+# The cases vm-tests.sh runs: six as root, six and doctor as uid 4242, the
+# refusal, its leftover check and doctor as uid 4243. Fewer PASS lines than
+# this fails the lane.
+want=16
 
 for tool in qemu-system-x86_64 busybox setpriv; do
   command -v "$tool" >/dev/null 2>&1 || {

@@ -66,15 +66,10 @@ case_memory() {
 }
 
 case_pids() {
+  # Twenty background sleeps under a limit of 8: the pids controller
+  # refuses the ninth fork, and the run is typed from its counter.
   crun "$1" pids --timeout 60s --pids 8 -- sh -c 'i=0; while [ $i -lt 20 ]; do sleep 30 & i=$((i+1)); done; wait'
-  t=$(field /tmp/pids.$1.json failure_type)
-  case $t in
-    pids_limit) ok "pids ($1): pids_limit" ;;
-    process_error)
-      if grep -q "fork" /tmp/pids.$1.err; then ok "pids ($1): fork refused (process_error; no pids_limit type yet)"; else
-        bad "pids ($1)" "process_error without a fork failure: $(tail -n 3 /tmp/pids.$1.err | tr '\n' ' ')"; fi ;;
-    *) bad "pids ($1)" "failure_type '$t'; stderr: $(tail -n 3 /tmp/pids.$1.err | tr '\n' ' ')" ;;
-  esac
+  expect pids "$1" pids_limit
 }
 
 case_cpu() {
@@ -132,6 +127,16 @@ case_refusal() {
   case_leftovers "$1"
 }
 
+# case_doctor WHO MARK WANT: doctor's "rootless limits" row is marked MARK
+# (ok or NO) and says WANT.
+case_doctor() {
+  row=$(as "$1" cordon doctor 2>&1 | grep 'rootless limits')
+  case $row in
+    "$2 "*"$3"*) ok "doctor ($1): $2, $3" ;;
+    *) bad "doctor ($1)" "row '$row', want $2 and '$3'" ;;
+  esac
+}
+
 # Cold start: the same short run ten times, timed here (ms per run); hack/vm/run.sh times it on the
 # host and prints the ratio.
 case_coldstart() {
@@ -163,10 +168,12 @@ setup() {
 # the cgroup WHO's runs start from); the header above is shared.
 if [ "$1" = refusal ]; then
   case_refusal "$2"
+  case_doctor "$2" NO "is not delegated to uid $2"
   exit 0
 fi
 if [ "$1" = cases ]; then
   for c in run memory pids cpu timeout leftovers; do case_$c "$2"; done
+  [ "$2" = root ] || case_doctor "$2" ok "delegated cgroup /user.slice/user-$2"
   exit 0
 fi
 
