@@ -187,3 +187,67 @@ func TestIntegrationSystemNoneRefusedOrRuns(t *testing.T) {
 		t.Fatalf("the command did not run: %v", err)
 	}
 }
+
+// TestIntegrationDenyAndProtectHoldAtAliases: deny and protect are about
+// host files, so they hold at every sandbox path that reaches the file: a
+// home mounted read-only at /hosthome with its .ssh denied, and the
+// workspace mounted again at /alias (issue 9, item 4). The kernel refuses,
+// the mount table (cordon check) agrees, and the host files are untouched.
+func TestIntegrationDenyAndProtectHoldAtAliases(t *testing.T) {
+	sb := newSandbox(t)
+	ws := sb.Root
+	home := t.TempDir()
+	const key = "PRIVATE-KEY-cordon-test"
+	for _, f := range []struct{ path, data string }{
+		{filepath.Join(home, ".ssh", "id_ed25519"), key},
+		{filepath.Join(ws, ".env"), "SECRET=cordon-test"},
+		{filepath.Join(ws, ".git", "config"), "[core]\n"},
+		{filepath.Join(ws, ".git", "hooks", "README"), "hooks\n"},
+	} {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f.path, []byte(f.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb.Deny = []string{filepath.Join(home, ".ssh"), filepath.Join(ws, ".env")}
+	sb.Mounts = []spec.Mount{{Source: home, Target: "/hosthome", Readonly: true}, {Source: ws, Target: "/alias"}}
+	table, err := mounts.New(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path  string
+		write bool
+	}{
+		{"/hosthome/.ssh/id_ed25519", false}, {"/alias/.env", false},
+		{"/alias/.git/config", true}, {"/alias/.git/hooks/pre-commit", true},
+	} {
+		if table.Check(c.path, c.write) == nil {
+			t.Errorf("cordon check allows %s (write %v)", c.path, c.write)
+		}
+	}
+	for _, script := range []string{
+		"cat /hosthome/.ssh/id_ed25519",
+		"cat /alias/.env",
+		"echo '[core] hooksPath = /tmp' >> /alias/.git/config",
+		"echo 'echo pwned' > /alias/.git/hooks/pre-commit",
+		"mv /alias/.git /alias/moved",
+		"mv /alias/.git/hooks /alias/.git/h2",
+	} {
+		out := run(t, sb, "", sh(script)...)
+		if out.res.ExitCode == 0 {
+			t.Errorf("%q succeeded", script)
+		}
+		if strings.Contains(out.stdout, key) || strings.Contains(out.stdout, "cordon-test") {
+			t.Errorf("%q printed a denied file: %q", script, out.stdout)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, ".git", "config")); err != nil || string(b) != "[core]\n" {
+		t.Errorf(".git/config on the host is now %q (%v)", b, err)
+	}
+	mustNotExist(t, filepath.Join(ws, ".git", "hooks", "pre-commit"))
+	mustNotExist(t, filepath.Join(ws, "moved"))
+	mustNotExist(t, filepath.Join(ws, ".git", "h2"))
+}

@@ -147,7 +147,7 @@ func (run *linuxRun) delegatedCgroup() error {
 func (run *linuxRun) placeholders() error {
 	st := run.r.state
 	created, err := st.acquirePlaceholders(run.id, run.specPlan.Guarded, func() ([]string, error) {
-		return makePlaceholders(spec.PlaceholderDirs(run.eff))
+		return makePlaceholders(run.specPlan.Placeholders)
 	})
 	if rerr := st.writeRecord(runRecord{ID: run.id, PID: os.Getpid(), Placeholders: created}); rerr != nil && err == nil {
 		err = rerr

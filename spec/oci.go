@@ -196,6 +196,9 @@ func currentHost(host *Host) hostInfo {
 // AnnotationUnenforced, with RunOptions.Unenforced, unless
 // RunOptions.NetworkGuarded says the backend enforces it.
 func ToOCI(sb *Sandbox, proc Process, ro RunOptions, opts ...Opt) (*specs.Spec, error) {
+	if sb != nil {
+		sb = WithAliases(sb) // deny and protect at every sandbox path of the same host file
+	}
 	return toOCI(sb, proc, ro, currentHost(ro.Host), opts...)
 }
 

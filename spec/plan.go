@@ -40,6 +40,8 @@ func newPlan(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) 
 	if sb == nil {
 		return nil, errors.New("oci: no sandbox")
 	}
+	// Deny and protect hold at every sandbox path of the same host file.
+	sb = WithAliases(sb)
 	phs := placeholders(sb, h.lstat)
 	h.lstat = withPlaceholders(h.lstat, phs)
 	s, err := toOCI(sb, proc, ro, h, opts...)

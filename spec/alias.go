@@ -1,0 +1,108 @@
+package spec
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Deny and protect are about host files. A host file can be reachable at
+// more than one sandbox path: the workspace mounted again at /alias, or ~
+// mounted at /hosthome while ~/.ssh is denied. The kernel enforces a mask or
+// a read-only rebind at one sandbox path only, so every sandbox path that
+// reaches a deny or protect path must get its own (issue 9, item 4). The
+// mount table (mounts.Resolve, CanRead, CanWrite) matches host paths, so it
+// agrees with the kernel once the spec covers every alias.
+
+// aliasZone is one place the sandbox shows a host directory: the workspace,
+// a mount, or the rootfs.
+type aliasZone struct{ source, target string }
+
+// WithAliases returns a copy of sb whose Deny and Protect lists also hold
+// every other sandbox path that reaches the same host file: for a deny or
+// protect path P and a zone whose source holds P, the zone's target joined
+// with P's place in the source; for a zone whose source lies inside P, the
+// zone's target itself (the whole zone is denied or protected). Sources and
+// P are compared as written and with symbolic links resolved on the host.
+// sb is not changed; a sandbox with no alias is returned as a copy too.
+func WithAliases(sb *Sandbox) *Sandbox {
+	c := sb.Clone()
+	var zones []aliasZone
+	if sb.Root != "" {
+		zones = append(zones, aliasZone{sb.Root, sb.Root})
+	}
+	for _, m := range sb.Mounts {
+		t := m.Target
+		if t == "" {
+			t = m.Source
+		}
+		zones = append(zones, aliasZone{m.Source, t})
+	}
+	if sb.System.Kind == SystemRootfs {
+		zones = append(zones, aliasZone{sb.System.Rootfs, "/"})
+	}
+	c.Deny = appendAliases(c.Deny, sb.Deny, zones)
+	c.Protect = appendAliases(c.Protect, sb.Protect, zones)
+	return c
+}
+
+func appendAliases(out, paths []string, zones []aliasZone) []string {
+	for _, p := range paths {
+		forms := hostForms(p)
+		// P is a sandbox path: where a zone maps it elsewhere, the host
+		// file is the zone's.
+		if z, ok := innermostZone(zones, p); ok && z.source != z.target {
+			forms = append(forms, hostForms(filepath.Join(z.source, strings.TrimPrefix(strings.TrimPrefix(p, z.target), "/")))...)
+		}
+		for _, host := range forms {
+			for _, z := range zones {
+				for _, src := range hostForms(z.source) {
+					var alias string
+					switch {
+					case within(host, src):
+						alias = filepath.Join(z.target, strings.TrimPrefix(strings.TrimPrefix(host, src), "/"))
+					case within(src, host):
+						alias = z.target
+					default:
+						continue
+					}
+					if !slices.Contains(out, alias) {
+						out = append(out, alias)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// innermostZone is the zone with the longest target holding sandbox path p.
+func innermostZone(zones []aliasZone, p string) (aliasZone, bool) {
+	var best aliasZone
+	found := false
+	for _, z := range zones {
+		if within(p, z.target) && (!found || len(z.target) > len(best.target)) {
+			best, found = z, true
+		}
+	}
+	return best, found
+}
+
+// hostForms is p as written and, when it differs, with symbolic links
+// resolved on the host (of its longest existing ancestor).
+func hostForms(p string) []string {
+	out := []string{p}
+	rest := ""
+	for cur := p; ; cur = filepath.Dir(cur) {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			if full := filepath.Join(r, rest); full != p {
+				out = append(out, full)
+			}
+			return out
+		}
+		if cur == "/" || cur == "." {
+			return out
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+	}
+}
