@@ -248,6 +248,19 @@ func (t *Table) WritableRoots() []string {
 	return out
 }
 
+// SyntheticDir returns the directory the sandbox makes up (one of
+// SyntheticDirs: its private /tmp, /proc, /dev) that holds the absolute
+// sandbox path p, or "" when p is in none or an entry covers it.
+func (t *Table) SyntheticDir(p string) string {
+	p = filepath.Clean(p)
+	for _, s := range t.synth {
+		if best := t.lookupExcept(p, nil); isUnder(p, s) && (best == nil || len(s) > len(best.Target)) {
+			return s
+		}
+	}
+	return ""
+}
+
 // lookup returns the entry whose target is the longest prefix of p, or nil
 // when p is under no entry or under a synthetic directory that is longer.
 func (t *Table) lookup(p string) *Entry {

@@ -19,7 +19,7 @@ func init() {
 	register(command{name: "run", summary: "run a command inside the sandbox", run: runMain})
 }
 
-const runUsage = "[--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--readonly] [--timeout D] [--memory M] [--pids N] [--attach PATH]... [--audit FILE] [--report FILE] [--json] -- CMD [ARG...]"
+const runUsage = "[--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--readonly] [--timeout D] [--memory M] [--pids N] [--attach PATH]... [--audit FILE] [--cwd DIR] [--report FILE] [--json] -- CMD [ARG...]"
 
 func runMain(args []string) int {
 	runner.PrewarmCgroups()
@@ -32,6 +32,7 @@ func runMain(args []string) int {
 	ag.register(fs)
 	report := fs.String("report", "", "write the result as JSON to `FILE`")
 	jsonOut := fs.Bool("json", false, "write the result as JSON to stderr")
+	cwd := fs.String("cwd", "", "run the command in `DIR`, a sandbox path (relative: under the workspace); default: the current directory when the sandbox shows it, else the workspace")
 	if err := fs.Parse(args); err != nil {
 		return exitConfig
 	}
@@ -52,7 +53,11 @@ func runMain(args []string) int {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGWINCH)
 	defer signal.Stop(sigs)
-	opts := []cordon.RunOption{cordon.Stdin(os.Stdin), cordon.Stdout(os.Stdout), cordon.Stderr(os.Stderr), cordon.Notify(sigs)}
+	dir, code := workDir(s, *cwd)
+	if code != exitOK {
+		return code
+	}
+	opts := []cordon.RunOption{cordon.Stdin(os.Stdin), cordon.Stdout(os.Stdout), cordon.Stderr(os.Stderr), cordon.Notify(sigs), cordon.Dir(dir)}
 	if c, err := console.ConsoleFromFile(os.Stdin); err == nil {
 		if _, err := console.ConsoleFromFile(os.Stdout); err == nil {
 			opts = append(opts, cordon.Terminal(func() (uint16, uint16, bool) {
@@ -92,4 +97,24 @@ func runMain(args []string) int {
 		return exitSetup
 	}
 	return res.ExitCode
+}
+
+// workDir is the command's working directory: --cwd, checked, or the
+// current directory when the sandbox shows it, else the workspace (with a
+// note saying so).
+func workDir(s *cordon.Sandbox, flag string) (string, int) {
+	if flag != "" {
+		dir, err := s.CheckDir(flag)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "cordon run: --cwd %s: %v; fix: give a directory inside the sandbox (cordon explain lists them)\n", flag, err)
+			return "", exitConfig
+		}
+		return dir, exitOK
+	}
+	wd, _ := os.Getwd()
+	dir, inside := s.WorkDir(wd)
+	if !inside && wd != "" {
+		fmt.Fprintf(os.Stderr, "cordon: note: the current directory %s is not in the sandbox; the command runs in %s (--cwd DIR to choose)\n", wd, dir)
+	}
+	return dir, exitOK
 }
