@@ -23,6 +23,6 @@
 // and each refusal of a file tool in the audit log, and a run whose start
 // cannot be recorded is not run.
 //
-// Use it through `cordon mcp`, or embed it: New, then Run with any
-// transport of the official Go SDK.
+// `cordon mcp` serves it on stdio: New, then Run with any transport of the
+// official Go SDK.
 package mcpserver
