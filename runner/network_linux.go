@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -54,6 +55,46 @@ func (run *linuxRun) guardEvents() []netguard.Event {
 	run.netEvents.mu.Lock()
 	defer run.netEvents.mu.Unlock()
 	return append([]netguard.Event(nil), run.netEvents.evs...)
+}
+
+// netMark is where the events of a session's exec begin: an index into
+// the guard's events and a time.
+type netMark struct {
+	i int
+	t time.Time
+}
+
+func (run *linuxRun) netMark() netMark {
+	m := netMark{t: time.Now()}
+	if run.netEvents != nil {
+		run.netEvents.mu.Lock()
+		m.i = len(run.netEvents.evs)
+		run.netEvents.mu.Unlock()
+	}
+	return m
+}
+
+// netSince gives a session exec's result the guard's events recorded
+// since mark (so each event is in exactly one result and one audit line),
+// and types a failure nothing else explained as network_denied when one of
+// the decisions made since the exec began is a denial. A connection is
+// recorded when it ends: one still open when its exec ended is reported
+// with a later exec, and never types it.
+func (run *linuxRun) netSince(res *Result, mark netMark) {
+	evs := run.guardEvents()
+	if mark.i > len(evs) {
+		return
+	}
+	res.Network = evs[mark.i:]
+	var denials []netguard.Event
+	for _, e := range res.Network {
+		if e.Decision == netguard.Deny && e.Reason != netguard.ReasonUpstream && !e.Time.Before(mark.t) {
+			denials = append(denials, e)
+		}
+	}
+	if res.FailureType == FailureProcessError && res.ExitCode != 0 && len(denials) > 0 {
+		networkDenials(denials)(Outcome{}, res)
+	}
 }
 
 func (run *linuxRun) guardDenials() []netguard.Event {

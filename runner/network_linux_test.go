@@ -160,3 +160,48 @@ func (n *netSandbox) refusedWithoutTun() {
 	}
 	t.Logf("this user cannot open /dev/net/tun: the allow list was refused (%s)", o.res.Unenforced[0])
 }
+
+// TestIntegrationNetworkAllowListSession: a warm session keeps one guard;
+// each exec gets its own decisions and its own typing.
+func TestIntegrationNetworkAllowListSession(t *testing.T) {
+	n := newNetSandbox(t)
+	if !tunOpens() {
+		t.Skip("this user cannot open /dev/net/tun (TestIntegrationNetworkAllowList covers the refusal)")
+	}
+	s, err := n.r.(runner.SessionStarter).StartSession(context.Background(), runner.SessionRequest{Sandbox: n.sb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	o := execIn(t, s, runner.ExecRequest{Args: curlArgs(n.h.URL("http", "allowed.test"))})
+	if o.res.FailureType != runner.FailureNone || o.stdout != n.h.Body {
+		t.Fatalf("allowed: %+v, %q", o.res, o.stdout)
+	}
+	first := o.res.Network
+	o = execIn(t, s, runner.ExecRequest{Args: curlArgs(n.h.URL("http", "other.test"))})
+	if o.res.FailureType != runner.FailureNetworkDenied || !strings.Contains(o.res.FailureDetail, "other.test is not in the allow list") {
+		t.Fatalf("denied: %+v", o.res)
+	}
+	// The first exec's connection is reported once, with whichever exec
+	// saw it end: later execs are polled until it has.
+	all := append(first, o.res.Network...)
+	conns := func() int {
+		n := 0
+		for _, e := range all {
+			if e.Proto == "tcp" && e.Host == "allowed.test" && e.Decision == netguard.Allow {
+				n++
+			}
+		}
+		return n
+	}
+	for i := 0; conns() == 0 && i < 100; i++ {
+		o2 := execIn(t, s, runner.ExecRequest{Args: []string{"true"}})
+		if o2.res.FailureType != runner.FailureNone {
+			t.Fatalf("a later exec: %+v", o2.res)
+		}
+		all = append(all, o2.res.Network...)
+	}
+	if c := conns(); c != 1 {
+		t.Errorf("the allowed connection was reported %d times", c)
+	}
+}

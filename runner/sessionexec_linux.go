@@ -46,6 +46,7 @@ func (s *linuxSession) Exec(ctx context.Context, req ExecRequest) (Result, error
 	}
 	s.life.begin()
 	defer s.life.end()
+	mark := s.run.netMark()
 	x, err := s.newExec(req, cwd)
 	if err != nil {
 		if gerr := s.Err(); gerr != nil {
@@ -62,6 +63,7 @@ func (s *linuxSession) Exec(ctx context.Context, req ExecRequest) (Result, error
 	}
 	x.drain(req.Detach)
 	s.finish(&res, x, req, cwd, st, stErr, timedOut, canceled)
+	s.run.netSince(&res, mark)
 	if res.FailureType == FailureSessionGone {
 		return res, s.Err()
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cordon-run/cordon/internal/attach"
+	"github.com/cordon-run/cordon/internal/netguard"
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
@@ -28,6 +29,10 @@ const (
 	EventDenial = "denial"
 	// EventServe is written when `cordon mcp` starts serving a sandbox.
 	EventServe = "serve"
+	// EventNet is written for every decision of the network guard of a
+	// run with an allow list: a DNS question, a TCP connection (with its
+	// bytes) or a refused datagram.
+	EventNet = "net"
 )
 
 // Front ends named by Record.Via.
@@ -85,6 +90,10 @@ type Record struct {
 	Rule string `json:"rule,omitempty"`
 	// Detail is the message given to the caller.
 	Detail string `json:"detail,omitempty"`
+	// Network is the guard's decision of a net record: proto, host and
+	// where the name came from, address, port, rule, allow or deny, the
+	// reason, bytes.
+	Network *netguard.Event `json:"network,omitempty"`
 }
 
 // Result is the outcome of a run as the log records it.
@@ -262,6 +271,11 @@ func (r *Run) Finish(res runner.Result) error {
 		recs = append(recs, Record{Event: EventDenial, Source: SourceRunner, RunID: r.id, Command: r.command,
 			Sandbox: r.digest, Lineage: r.lineage, Path: res.BlockedPath, Rule: runnerRule(r.policy, r.sb, res),
 			Detail: res.FailureDetail})
+	}
+	for i := range res.Network {
+		e := res.Network[i]
+		recs = append(recs, Record{Event: EventNet, RunID: r.id, Sandbox: r.digest, Lineage: r.lineage,
+			Rule: e.Rule, Detail: e.Detail, Network: &e})
 	}
 	return r.log.Append(recs...)
 }

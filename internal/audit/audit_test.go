@@ -17,6 +17,7 @@ import (
 
 	"github.com/cordon-run/cordon/internal/attach"
 	"github.com/cordon-run/cordon/internal/audit"
+	"github.com/cordon-run/cordon/internal/netguard"
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
@@ -304,5 +305,39 @@ func TestDenials(t *testing.T) {
 	}
 	if !errors.Is(missing, fs.ErrNotExist) || audit.IsPolicyRefusal(missing) {
 		t.Errorf("a missing file is a refusal: %v", missing)
+	}
+}
+
+// TestFinishWritesNetworkDecisions: one net record per decision of the
+// network guard, in order, each with the run's id and the decision whole.
+func TestFinishWritesNetworkDecisions(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.jsonl")
+	sb := &spec.Sandbox{Root: dir, System: spec.System{Kind: spec.SystemHost}, Network: spec.Network{Enabled: true, Allow: []string{"github.com:443"}}}
+	l := audit.New(audit.ViaCLI, path)
+	run, err := l.Start(sb, []string{"curl", "https://github.io/"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := []netguard.Event{
+		{Proto: "dns", Host: "github.com", HostFrom: netguard.FromDNS, Addr: "192.0.2.7", Port: 53, Rule: "github.com:443", Decision: netguard.Allow},
+		{Proto: "dns", Host: "github.io", HostFrom: netguard.FromDNS, Port: 53, Decision: netguard.Deny, Reason: netguard.ReasonDNSRefused,
+			Detail: "DNS query for github.io is not in the allow list [github.com:443]"},
+	}
+	res := runner.Result{ExitCode: 6, FailureType: runner.FailureNetworkDenied, FailureDetail: evs[1].Detail, Network: evs}
+	if err := run.Finish(res); err != nil {
+		t.Fatal(err)
+	}
+	recs := readLog(t, path)
+	if len(recs) != 4 {
+		t.Fatalf("records = %+v, want start, run and two net records", recs)
+	}
+	for i, r := range recs[2:] {
+		if r.Event != audit.EventNet || r.RunID != run.ID() || r.Network == nil || *r.Network != evs[i] || r.Detail != evs[i].Detail || r.Rule != evs[i].Rule {
+			t.Errorf("net record %d = %+v, want %+v", i, r, evs[i])
+		}
+	}
+	if recs[1].Result.FailureType != "network_denied" {
+		t.Errorf("run = %+v", recs[1])
 	}
 }

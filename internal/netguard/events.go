@@ -40,6 +40,8 @@ const (
 // Event is one decision of the guard: a DNS question, a TCP connection or
 // a refused datagram. The audit log has one line per event.
 type Event struct {
+	// Time is when the decision was made: for a connection, when it was
+	// opened (its event is recorded when it ends, with its bytes).
 	Time time.Time `json:"time"`
 	// Proto is dns, tcp, udp or icmp.
 	Proto string `json:"proto"`

@@ -48,7 +48,9 @@ func newPolicy(cfg Config) (*policy, error) {
 
 // record keeps a decision and hands it to OnEvent.
 func (p *policy) record(e Event) {
-	e.Time = time.Now().UTC()
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
 	p.mu.Lock()
 	p.events++
 	if e.Decision == Deny && e.Reason != ReasonUpstream {

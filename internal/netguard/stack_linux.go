@@ -96,6 +96,14 @@ func (g *Guard) build() error {
 	})
 	sack := tcpip.TCPSACKEnabled(true)
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
+	// Buffers large enough for one stream over a 64 KiB MTU, and
+	// receive-buffer auto-tuning, as tun2socks sets them.
+	moderate := tcpip.TCPModerateReceiveBufferOption(true)
+	s.SetTransportProtocolOption(tcp.ProtocolNumber, &moderate)
+	rcv := tcpip.TCPReceiveBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: 1 << 20, Max: 8 << 20}
+	s.SetTransportProtocolOption(tcp.ProtocolNumber, &rcv)
+	snd := tcpip.TCPSendBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: 1 << 20, Max: 8 << 20}
+	s.SetTransportProtocolOption(tcp.ProtocolNumber, &snd)
 	fwd := tcp.NewForwarder(s, 0, 1024, g.handleTCP)
 	s.SetTransportProtocolHandler(tcp.ProtocolNumber, fwd.HandlePacket)
 	ufwd := udp.NewForwarder(s, g.handleUDP)
@@ -112,7 +120,7 @@ func (g *Guard) build() error {
 }
 
 // Close stops the stack, cuts the connections in flight, waits until each
-// has recorded its event, and closes the tun device.
+// has recorded its event, and closes the tun device (in the background).
 func (g *Guard) Close() error {
 	g.closeOnce.Do(func() {
 		g.cancel()
@@ -125,7 +133,10 @@ func (g *Guard) Close() error {
 		g.mu.Unlock()
 		g.conns.Wait()
 		g.stack.Wait()
-		g.tun.Close()
+		// Closing the last descriptor of a tun device unregisters it,
+		// which waits for RCU grace periods (tens of milliseconds); the
+		// stack is done with it, so the caller need not wait.
+		go g.tun.Close()
 	})
 	return nil
 }

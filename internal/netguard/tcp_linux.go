@@ -57,7 +57,7 @@ type tcpConn struct {
 // admit decides the destination alone, before any byte is read.
 func (c *tcpConn) admit() bool {
 	p := c.g.policy
-	c.ev = Event{Proto: "tcp", Addr: c.dst.String(), Port: c.port, HostFrom: FromAddr}
+	c.ev = Event{Time: time.Now().UTC(), Proto: "tcp", Addr: c.dst.String(), Port: c.port, HostFrom: FromAddr}
 	if r, ok := addrRule(p.rules, c.dst, c.port); ok {
 		c.addrRule = r
 		c.ev.Rule = r.Text

@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +154,20 @@ func (h *Host) listen(t testing.TB, network string, port int) any {
 func (h *Host) serve(t testing.TB) {
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Test-Host", r.Host)
+		if r.URL.Path == "/zeros" {
+			// /zeros?n=BYTES: that many zero bytes, for throughput.
+			n, _ := strconv.ParseInt(r.URL.Query().Get("n"), 10, 64)
+			w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+			buf := make([]byte, 256<<10)
+			for n > 0 {
+				k, err := w.Write(buf[:min(n, int64(len(buf)))])
+				if err != nil {
+					return
+				}
+				n -= int64(k)
+			}
+			return
+		}
 		_, _ = io.WriteString(w, h.Body)
 	})
 	hl := h.listen(t, "tcp", h.HTTPPort).(net.Listener)
