@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	register(command{name: "check", summary: "ask whether the sandbox allows reading or writing a path (exit 0 yes, 1 no)", run: checkMain})
+	register(command{name: "check", summary: "ask whether the sandbox allows reading or writing a path (exit 0 yes, 1 no, 3 for commands but not the file tools)", run: checkMain})
 }
 
 func checkMain(args []string) int {
@@ -27,16 +27,20 @@ func checkMain(args []string) int {
 	if err != nil {
 		return configError(os.Stderr, err)
 	}
-	// The table answers without recording: a check asks, it is not refused.
-	t := s.Files().Table()
-	if err := t.Check(rest[1], rest[0] == "write"); err != nil {
-		fmt.Println(err)
+	a := s.Access(rest[1], rest[0] == "write")
+	op, path := rest[0], rest[1]
+	switch {
+	case a.Commands != nil:
+		fmt.Println(a.Commands)
 		return exitDenied
+	case a.Tools != nil:
+		where := "host path " + a.Host
+		if a.Synthetic != "" {
+			where = "the sandbox's own " + a.Synthetic
+		}
+		fmt.Printf("allowed for commands: %s %s (%s); refused by the file tools: %v\n", op, path, where, a.Tools)
+		return exitCommandsOnly
 	}
-	host, _ := t.Resolve(rest[1])
-	if rest[0] == "write" {
-		host, _ = t.ResolveWrite(rest[1])
-	}
-	fmt.Printf("allowed: %s %s (host path %s)\n", rest[0], rest[1], host)
+	fmt.Printf("allowed: %s %s (host path %s)\n", op, path, a.Host)
 	return exitOK
 }

@@ -26,11 +26,14 @@ func register(c command) { commands[c.name] = c }
 
 // Exit codes shared by the subcommands.
 const (
-	exitOK        = 0
-	exitDenied    = 1 // `check`: the access is not allowed
-	exitConfig    = 2 // the config, a worker file or a flag is invalid
-	exitSetup     = 125
-	exitNotRunnbl = 126
+	exitOK     = 0
+	exitDenied = 1 // `check`: the access is not allowed
+	// exitCommandsOnly: `check`: a command may, the file tools may not (a
+	// suffix or size rule, or the sandbox's own /tmp, /proc, /dev).
+	exitCommandsOnly = 3
+	exitConfig       = 2 // the config, a worker file or a flag is invalid
+	exitSetup        = 125
+	exitNotRunnbl    = 126
 )
 
 func usage() {
