@@ -59,7 +59,17 @@ func Doctor() []Capability {
 		true:  "overlayfs available: libcontainer runs its init from a sealed overlay of the binary",
 		false: "no overlayfs: libcontainer copies the binary to a sealed memfd for each run (slower)",
 	}[ovl]})
+	caps = append(caps, networkGuardCap())
 	return append(caps, limitationCaps(LocalBackend())...)
+}
+
+// networkGuardCap says whether network allow lists are enforced here.
+func networkGuardCap() Capability {
+	ok, why := guardProbe()
+	if ok {
+		return Capability{"network allow lists", true, "enforced: a tun device in each sandbox's network namespace, and cordon's own TCP/IP stack deciding every DNS question and TCP connection; other UDP and ICMP are refused"}
+	}
+	return Capability{"network allow lists", false, why + ": allow lists are refused (or the network is off with require_os_sandbox: false)"}
 }
 
 // rootlessLimitsCap says which way this host offers a rootless user

@@ -22,12 +22,12 @@ func (run *linuxRun) network() error {
 	if err != nil {
 		return fmt.Errorf("network allow list: the sandbox's init: %w", err)
 	}
-	tun, err := netguard.TunFor(pid)
+	dev, err := netguard.TunFor(pid, netguard.LoopbackResolvers("/etc/resolv.conf"))
 	if err != nil {
 		return fmt.Errorf("network allow list: %w", err)
 	}
 	run.netEvents = &eventLog{}
-	g, err := netguard.Start(tun, netguard.Config{Allow: run.eff.Network.Allow, Resolver: run.r.resolver, OnEvent: run.netEvents.add})
+	g, err := netguard.Start(dev, netguard.Config{Allow: run.eff.Network.Allow, Resolver: run.r.resolver, OnEvent: run.netEvents.add})
 	if err != nil {
 		return fmt.Errorf("network allow list: %w", err)
 	}

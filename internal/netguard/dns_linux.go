@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
@@ -68,7 +72,11 @@ func (g *Guard) serveDNSTCP(r *tcp.ForwarderRequest) {
 		return
 	}
 	r.Complete(false)
-	conn := gonet.NewTCPConn(&wq, ep)
+	g.serveDNSConn(gonet.NewTCPConn(&wq, ep))
+}
+
+// serveDNSConn answers DNS over one TCP connection until it is idle.
+func (g *Guard) serveDNSConn(conn net.Conn) {
 	defer conn.Close()
 	var l [2]byte
 	for {
@@ -88,6 +96,75 @@ func (g *Guard) serveDNSTCP(r *tcp.ForwarderRequest) {
 		if _, err := conn.Write(append(out, resp...)); err != nil {
 			return
 		}
+	}
+}
+
+// serveDNSFiles answers DNS on the Device's loopback sockets, in the
+// sandbox's namespace; Close closes them.
+func (g *Guard) serveDNSFiles(files []*os.File) error {
+	for i, f := range files {
+		typ, err := unix.GetsockoptInt(int(f.Fd()), unix.SOL_SOCKET, unix.SO_TYPE)
+		if err != nil {
+			for _, rest := range files[i:] {
+				rest.Close()
+			}
+			return fmt.Errorf("netguard: DNS socket: %w", err)
+		}
+		if typ == unix.SOCK_DGRAM {
+			pc, err := net.FilePacketConn(f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("netguard: DNS socket: %w", err)
+			}
+			g.closers = append(g.closers, pc)
+			g.conns.Add(1)
+			go g.serveDNSPackets(pc)
+			continue
+		}
+		l, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("netguard: DNS socket: %w", err)
+		}
+		g.closers = append(g.closers, l)
+		g.conns.Add(1)
+		go func() {
+			defer g.conns.Done()
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				g.conns.Add(1)
+				go func() {
+					defer g.conns.Done()
+					g.serveDNSConn(c)
+				}()
+			}
+		}()
+	}
+	return nil
+}
+
+func (g *Guard) serveDNSPackets(pc net.PacketConn) {
+	defer g.conns.Done()
+	buf := make([]byte, 4096)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		q := append([]byte(nil), buf[:n]...)
+		g.conns.Add(1)
+		go func() {
+			defer g.conns.Done()
+			if resp := g.answer(q); resp != nil {
+				if len(resp) > 512 {
+					resp = truncated(q)
+				}
+				_, _ = pc.WriteTo(resp, from)
+			}
+		}()
 	}
 }
 

@@ -25,15 +25,36 @@ type sandboxNS struct {
 
 func newSandboxNS(t *testing.T, h *nettest.Host, allow ...string) *sandboxNS {
 	t.Helper()
+	return newSandboxNSWithDNS(t, h, nil, allow...)
+}
+
+// newSandboxNSWithDNS: the namespace's programs ask the loopback resolver
+// dns[0] (ip netns exec shows /etc/netns/NAME/resolv.conf as
+// /etc/resolv.conf), which the guard answers on a socket in the namespace.
+func newSandboxNSWithDNS(t *testing.T, h *nettest.Host, dns []netip.Addr, allow ...string) *sandboxNS {
+	t.Helper()
 	s := &sandboxNS{name: h.NS + "-sb"}
 	nettest.Run(t, "ip", "netns", "add", s.name)
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", s.name).Run() })
+	if len(dns) > 0 {
+		dir := filepath.Join("/etc/netns", s.name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			os.RemoveAll(dir)
+			os.Remove("/etc/netns") // only when empty: others may use it
+		})
+		if err := os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte("nameserver "+dns[0].String()+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ns, err := os.Open(filepath.Join("/run/netns", s.name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ns.Close()
-	tun, err := tunInThread(ns)
+	tun, err := tunInThread(ns, dns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +254,7 @@ func TestTunForJoinsTheOwningUserNamespace(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	tun, err := TunFor(pid)
+	tun, err := TunFor(pid, LoopbackResolvers("/nonexistent"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,4 +271,46 @@ func TestTunForJoinsTheOwningUserNamespace(t *testing.T) {
 	if err != nil || string(out) != h.Body {
 		t.Fatalf("curl in the namespace: %q, %v", out, err)
 	}
+	// The helper passed the loopback DNS sockets too.
+	out, err = exec.Command("nsenter", "-t", fmt.Sprint(pid), "-U", "-n", "--preserve-credentials", "python3", "-c", `import socket,struct
+q=struct.pack(">HHHHHH",7,0x100,1,0,0,0)+b"\x07allowed\x04test\x00"+struct.pack(">HH",1,1)
+s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.settimeout(20); s.sendto(q,("127.0.0.1",53)); m=s.recv(512)
+print(m[3]&15, socket.inet_ntoa(m[-4:]))`).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "0 "+h.Addr.String() {
+		t.Fatalf("DNS to 127.0.0.1 in the namespace: %q, %v", out, err)
+	}
+}
+
+// TestGuardAnswersLoopbackResolvers: a sandbox whose resolv.conf names a
+// loopback resolver (systemd-resolved's 127.0.0.53) has its questions
+// answered by the guard on a socket inside its namespace, over UDP and TCP.
+func TestGuardAnswersLoopbackResolvers(t *testing.T) {
+	h := nettest.NewHost(t, "allowed.test", "other.test")
+	dns := LoopbackResolvers(writeResolvConf(t, "nameserver 127.0.0.53\n"))
+	if len(dns) != 3 || dns[2] != netip.MustParseAddr("127.0.0.53") {
+		t.Fatalf("LoopbackResolvers = %v", dns)
+	}
+	// 127.0.0.53 first, so that resolv.conf names it.
+	s := newSandboxNSWithDNS(t, h, append([]netip.Addr{dns[2]}, dns[:2]...), "allowed.test:80")
+	out, err := s.run(curl("http://allowed.test/")...)
+	if err != nil || out != h.Body {
+		t.Fatalf("http: %q, %v", out, err)
+	}
+	// Over TCP (use-vc), and a refused name.
+	out, err = s.run("python3", "-c", `import socket,struct
+q=struct.pack(">HHHHHH",7,0x100,1,0,0,0)+b"\x05other\x04test\x00"+struct.pack(">HH",1,1)
+c=socket.create_connection(("127.0.0.53",53),timeout=20); c.sendall(struct.pack(">H",len(q))+q)
+r=c.recv(2); n=struct.unpack(">H",r)[0]; m=c.recv(n); print(m[3]&15)`)
+	if err != nil || strings.TrimSpace(out) != "5" {
+		t.Fatalf("DNS over TCP to 127.0.0.53: %q, %v; want rcode 5 (REFUSED)", out, err)
+	}
+	s.denial(t, ReasonDNSRefused)
+}
+
+func writeResolvConf(t *testing.T, content string) string {
+	p := filepath.Join(t.TempDir(), "resolv.conf")
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -3,6 +3,7 @@ package netguard
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -40,20 +41,27 @@ type Guard struct {
 	mu     sync.Mutex
 	// open are the upstream connections, closed by Close.
 	open map[net.Conn]struct{}
+	// closers are the loopback DNS sockets.
+	closers []io.Closer
 }
 
-// Start runs the guard over tun, the sandbox's tun device (IFF_TUN,
-// IFF_NO_PI). The guard owns tun from then on, and closes it in Close.
-func Start(tun *os.File, cfg Config) (*Guard, error) {
+// Start runs the guard over dev, a sandbox's tun device (IFF_TUN,
+// IFF_NO_PI) and loopback DNS sockets. The guard owns dev from then on,
+// and closes it in Close.
+func Start(dev *Device, cfg Config) (*Guard, error) {
 	p, err := newPolicy(cfg)
 	if err != nil {
-		tun.Close()
+		dev.Close()
 		return nil, err
 	}
-	g := &Guard{policy: p, tun: tun, open: map[net.Conn]struct{}{}}
+	g := &Guard{policy: p, tun: dev.Tun, open: map[net.Conn]struct{}{}}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	if err := g.build(); err != nil {
-		tun.Close()
+		dev.Close()
+		return nil, err
+	}
+	if err := g.serveDNSFiles(dev.DNS); err != nil {
+		g.Close()
 		return nil, err
 	}
 	return g, nil
@@ -131,6 +139,9 @@ func (g *Guard) Close() error {
 		}
 		g.open = nil
 		g.mu.Unlock()
+		for _, c := range g.closers {
+			c.Close()
+		}
 		g.conns.Wait()
 		g.stack.Wait()
 		// Closing the last descriptor of a tun device unregisters it,

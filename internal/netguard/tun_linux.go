@@ -3,7 +3,10 @@ package netguard
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -19,12 +22,84 @@ var (
 	tunAddr6 = &net.IPNet{IP: net.ParseIP("fdcd::2"), Mask: net.CIDRMask(126, 128)}
 )
 
+// Device is what the guard needs of a sandbox's network namespace: its tun
+// device, and DNS sockets bound to the loopback addresses a resolver in
+// the sandbox may ask (127.0.0.53 of systemd-resolved, 127.0.0.1, ::1),
+// which no route to the tun device reaches.
+type Device struct {
+	Tun *os.File
+	// DNS are UDP sockets and TCP listeners on port 53.
+	DNS []*os.File
+}
+
+// Close closes every descriptor of d.
+func (d *Device) Close() {
+	d.Tun.Close()
+	for _, f := range d.DNS {
+		f.Close()
+	}
+}
+
 // MakeTun creates the tun device in the calling thread's network
 // namespace, which must be the sandbox's (the caller has locked the thread
 // and joined it, with CAP_NET_ADMIN over it): it brings lo and the device
 // up, gives it the sandbox's addresses and routes every IPv4 and IPv6
-// destination through it. It returns the device's descriptor.
-func MakeTun() (*os.File, error) {
+// destination through it; then it binds DNS sockets on port 53 of each
+// loopback address in dns (one that cannot be bound, as ::1 without IPv6,
+// is skipped: DNS there fails, it is not answered by anyone else).
+func MakeTun(dns []netip.Addr) (*Device, error) {
+	tun, err := makeTun()
+	if err != nil {
+		return nil, err
+	}
+	d := &Device{Tun: tun}
+	for _, a := range dns {
+		if !a.IsLoopback() {
+			continue
+		}
+		addr := net.JoinHostPort(a.String(), "53")
+		if pc, err := net.ListenPacket("udp", addr); err == nil {
+			f, ferr := pc.(*net.UDPConn).File()
+			pc.Close()
+			if ferr != nil {
+				d.Close()
+				return nil, fmt.Errorf("DNS socket %s: %w", addr, ferr)
+			}
+			d.DNS = append(d.DNS, f)
+		}
+		if l, err := net.Listen("tcp", addr); err == nil {
+			f, ferr := l.(*net.TCPListener).File()
+			l.Close()
+			if ferr != nil {
+				d.Close()
+				return nil, fmt.Errorf("DNS socket %s: %w", addr, ferr)
+			}
+			d.DNS = append(d.DNS, f)
+		}
+	}
+	return d, nil
+}
+
+// LoopbackResolvers are the loopback addresses a resolver in the sandbox
+// may ask: the loopback nameservers of resolvConf (the host's, which the
+// sandbox sees), and 127.0.0.1 and ::1, where glibc asks without one.
+func LoopbackResolvers(resolvConf string) []netip.Addr {
+	out := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
+	data, _ := os.ReadFile(resolvConf)
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "nameserver" {
+			continue
+		}
+		a, err := netip.ParseAddr(f[1])
+		if err == nil && a.Unmap().IsLoopback() && !slices.Contains(out, a.Unmap()) {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out
+}
+
+func makeTun() (*os.File, error) {
 	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open /dev/net/tun: %w", err)

@@ -3,6 +3,7 @@ package netguard
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
@@ -15,12 +16,12 @@ import (
 // HelperArg makes the re-executed binary the tun helper (see HelperMain).
 const HelperArg = "cordon-net-helper"
 
-// TunFor creates the tun device in the network namespace of process pid
-// (a sandbox's init that has not started the command yet) and returns its
-// descriptor. When the namespace belongs to the caller's own user
+// TunFor makes the Device (see MakeTun) in the network namespace of
+// process pid (a sandbox's init that has not started the command yet).
+// When the namespace belongs to the caller's own user
 // namespace (root without a user namespace) a locked thread joins it;
 // otherwise a helper does, re-executed from this binary (see HelperMain).
-func TunFor(pid int) (*os.File, error) {
+func TunFor(pid int, dns []netip.Addr) (*Device, error) {
 	userns, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/user")
 	if err != nil {
 		return nil, fmt.Errorf("the sandbox's user namespace: %w", err)
@@ -39,17 +40,17 @@ func TunFor(pid int) (*os.File, error) {
 		return nil, fmt.Errorf("cordon's user namespace: %w", err)
 	}
 	if a.Ino == b.Ino && a.Dev == b.Dev {
-		return tunInThread(netns)
+		return tunInThread(netns, dns)
 	}
-	return tunByHelper(userns, netns)
+	return tunByHelper(userns, netns, dns)
 }
 
 // tunInThread joins netns on a locked thread, makes the tun device there
 // and returns. A thread that cannot go back is never unlocked, so the
 // runtime ends it instead of reusing it.
-func tunInThread(netns *os.File) (*os.File, error) {
+func tunInThread(netns *os.File, dns []netip.Addr) (*Device, error) {
 	type result struct {
-		tun *os.File
+		dev *Device
 		err error
 	}
 	ch := make(chan result, 1)
@@ -66,31 +67,36 @@ func tunInThread(netns *os.File) (*os.File, error) {
 			ch <- result{err: fmt.Errorf("join the sandbox's network namespace: %w", err)}
 			return
 		}
-		tun, err := MakeTun()
+		dev, err := MakeTun(dns)
 		if rerr := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); rerr != nil {
-			if tun != nil {
-				tun.Close()
+			if dev != nil {
+				dev.Close()
 			}
 			ch <- result{err: fmt.Errorf("return to cordon's network namespace: %w", rerr)}
 			return
 		}
 		runtime.UnlockOSThread()
-		ch <- result{tun, err}
+		ch <- result{dev, err}
 	}()
 	r := <-ch
-	return r.tun, r.err
+	return r.dev, r.err
 }
 
 // tunByHelper runs the helper with the namespaces as fds 3 and 4 and a
-// socket as fd 5, over which it sends the tun device or its error.
-func tunByHelper(userns, netns *os.File) (*os.File, error) {
+// socket as fd 5, over which it sends the Device (the tun first) or its
+// error; the DNS addresses are its arguments.
+func tunByHelper(userns, netns *os.File, dns []netip.Addr) (*Device, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("tun helper socket: %w", err)
 	}
 	mine, theirs := os.NewFile(uintptr(fds[0]), "tun-helper"), os.NewFile(uintptr(fds[1]), "tun-helper")
 	defer mine.Close()
-	cmd := exec.Command("/proc/self/exe", HelperArg)
+	args := []string{HelperArg}
+	for _, a := range dns {
+		args = append(args, a.String())
+	}
+	cmd := exec.Command("/proc/self/exe", args...)
 	cmd.ExtraFiles = []*os.File{userns, netns, theirs}
 	cmd.Env = []string{}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -101,7 +107,7 @@ func tunByHelper(userns, netns *os.File) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start the tun helper: %w", err)
 	}
-	tun, rerr := receiveTun(mine)
+	dev, rerr := receiveDevice(mine)
 	werr := cmd.Wait()
 	switch {
 	case rerr != nil && werr != nil:
@@ -109,13 +115,16 @@ func tunByHelper(userns, netns *os.File) (*os.File, error) {
 	case rerr != nil:
 		return nil, rerr
 	}
-	return tun, nil
+	return dev, nil
 }
 
-// receiveTun reads the helper's message: a descriptor, or an error text.
-func receiveTun(sock *os.File) (*os.File, error) {
+// maxDNSFiles bounds the DNS sockets of a Device.
+const maxDNSFiles = 16
+
+// receiveDevice reads the helper's message: descriptors, or an error text.
+func receiveDevice(sock *os.File) (*Device, error) {
 	buf := make([]byte, 1024)
-	oob := make([]byte, unix.CmsgSpace(4))
+	oob := make([]byte, unix.CmsgSpace(4*(1+maxDNSFiles)))
 	n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("tun helper: %w", err)
@@ -123,8 +132,12 @@ func receiveTun(sock *os.File) (*os.File, error) {
 	if oobn > 0 {
 		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 		if err == nil && len(msgs) == 1 {
-			if fds, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(fds) == 1 {
-				return os.NewFile(uintptr(fds[0]), "/dev/net/tun"), nil
+			if fds, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(fds) >= 1 {
+				d := &Device{Tun: os.NewFile(uintptr(fds[0]), "/dev/net/tun")}
+				for _, fd := range fds[1:] {
+					d.DNS = append(d.DNS, os.NewFile(uintptr(fd), "dns"))
+				}
+				return d, nil
 			}
 		}
 		return nil, errors.New("tun helper: malformed reply")
@@ -140,12 +153,22 @@ func receiveTun(sock *os.File) (*os.File, error) {
 // never returns.
 func HelperMain() {
 	sock := os.NewFile(5, "tun-helper")
-	tun, err := MakeTun()
+	var dns []netip.Addr
+	for _, a := range os.Args[2:] {
+		if ip, err := netip.ParseAddr(a); err == nil && len(dns) < maxDNSFiles/2 {
+			dns = append(dns, ip)
+		}
+	}
+	dev, err := MakeTun(dns)
 	if err != nil {
 		_, _ = sock.Write([]byte(err.Error()))
 		os.Exit(1)
 	}
-	if err := unix.Sendmsg(int(sock.Fd()), []byte{0}, unix.UnixRights(int(tun.Fd())), nil, 0); err != nil {
+	fds := []int{int(dev.Tun.Fd())}
+	for _, f := range dev.DNS {
+		fds = append(fds, int(f.Fd()))
+	}
+	if err := unix.Sendmsg(int(sock.Fd()), []byte{0}, unix.UnixRights(fds...), nil, 0); err != nil {
 		fmt.Fprintln(os.Stderr, "cordon-net-helper: send the tun device:", err)
 		os.Exit(1)
 	}
