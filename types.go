@@ -24,6 +24,9 @@ const (
 	FailureOOM           = runner.FailureOOM
 	FailureSetupError    = runner.FailureSetupError
 	FailureSessionGone   = runner.FailureSessionGone
+	FailurePidsLimit     = runner.FailurePidsLimit
+	FailureFileSizeLimit = runner.FailureFileSizeLimit
+	FailureNetworkDenied = runner.FailureNetworkDenied
 )
 
 // ExitSetupError is the exit code of a run that could not be set up.

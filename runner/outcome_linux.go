@@ -182,11 +182,16 @@ func oomKilled(c *libcontainer.Container) bool {
 // cgroup: the "max" counter of pids.events, which cgroup v1 and v2 both
 // keep.
 func pidsLimited(c *libcontainer.Container) bool {
+	return counter(pidsCounterFile(c), "max") > 0
+}
+
+// pidsCounterFile is c's pids.events, or "" when c has no pids cgroup.
+func pidsCounterFile(c *libcontainer.Container) string {
 	controller := "pids"
 	if cgroups.IsCgroup2UnifiedMode() {
 		controller = ""
 	}
-	return counter(cgroupFile(c, controller, "pids.events"), "max") > 0
+	return cgroupFile(c, controller, "pids.events")
 }
 
 // cgroupFile is the path of file in c's cgroup of controller ("" on

@@ -109,3 +109,27 @@ func TestIntegrationWriteOutsideEveryMount(t *testing.T) {
 		mustNotExist(t, tc.path)
 	}
 }
+
+// TestIntegrationSessionLimitsTyped: in a warm session, an exec that hits
+// the session's pids limit is pids_limit and one killed by SIGXFSZ is
+// file_size_limit, each naming the limit; the session goes on.
+func TestIntegrationSessionLimitsTyped(t *testing.T) {
+	if !isRoot() {
+		t.Skip("rootless runs refuse a pids limit (TestIntegrationForkBombVsPids)")
+	}
+	sb := newSandbox(t)
+	sb.Limits.Pids = 16
+	sb.Limits.FileSize = 1 << 20
+	s := startSession(t, sb)
+	out := execIn(t, s, runner.ExecRequest{Args: sh("for i in $(seq 64); do sleep 30 & done || exit 1; wait"), Timeout: 20 * time.Second})
+	if out.res.FailureType != runner.FailurePidsLimit || !strings.Contains(out.res.FailureDetail, "limit of 16") {
+		t.Fatalf("fork refused by pids.max: got %s %q", out.res.FailureType, out.res.FailureDetail)
+	}
+	out = execIn(t, s, runner.ExecRequest{Args: sh("exec head -c 2097152 /dev/zero > big")})
+	if out.res.FailureType != runner.FailureFileSizeLimit || out.res.Signal != "SIGXFSZ" {
+		t.Fatalf("write past the file size limit: got %s %q signal %q", out.res.FailureType, out.res.FailureDetail, out.res.Signal)
+	}
+	if out := execIn(t, s, runner.ExecRequest{Args: []string{"true"}}); out.res.FailureType != runner.FailureNone {
+		t.Fatalf("after the limits: %+v", out.res)
+	}
+}

@@ -36,6 +36,7 @@ type linuxSession struct {
 	devNull    *os.File
 	devNullFD  int
 	oomFile    string // the cgroup file whose oom_kill counter types OOMs
+	pidsFile   string // the cgroup file whose "max" counter types pids_limit
 	// run holds what the set-up steps built and their undo steps.
 	run *linuxRun
 
@@ -168,6 +169,9 @@ func (s *linuxSession) launch(ctx context.Context) error {
 		return err
 	}
 	s.oomFile = oomCounterFile(run.container, s.eff)
+	if s.eff.Limits.Pids > 0 {
+		s.pidsFile = pidsCounterFile(run.container)
+	}
 	go s.watch(lp)
 	return nil
 }

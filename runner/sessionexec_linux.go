@@ -92,6 +92,8 @@ type sessionExec struct {
 	stderr   *CappedWriter
 	tail     *TailBuffer
 	oomStart int64
+	// pidsStart is the pids.events "max" counter when the exec started.
+	pidsStart int64
 }
 
 // newExec sends the EXEC request with the exec's stdio and status pipe.
@@ -168,6 +170,7 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 	if s.oomFile != "" {
 		x.oomStart = counter(s.oomFile, "oom_kill")
 	}
+	x.pidsStart = counter(s.pidsFile, "max")
 	fds := append([]int{s.devNullFD}, child...)
 	if stdin >= 0 {
 		fds = append([]int(nil), child...)
@@ -437,7 +440,9 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 	case res.ExitCode == 0:
 		res.FailureType = FailureNone
 	default:
-		*res = Classify(*res, Outcome{ExitCode: res.ExitCode, Signal: res.Signal, Stderr: x.tail.String(), Cwd: cwd},
+		*res = Classify(*res, Outcome{ExitCode: res.ExitCode, Signal: res.Signal, Stderr: x.tail.String(), Cwd: cwd,
+			PidsLimited: s.pidsFile != "" && counter(s.pidsFile, "max") > x.pidsStart, PidsLimit: s.eff.Limits.Pids,
+			FileSizeLimit: s.eff.Limits.FileSize},
 			PolicyDenials(s.table, s.eff))
 	}
 }
