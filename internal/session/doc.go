@@ -1,6 +1,7 @@
 // Package session keeps named warm sessions for the cordon CLI: the
 // supervisor process (`cordon session serve`, started by `cordon session
-// start`) that owns a runner.Session and serves execs on a unix socket in
+// start`) that owns a cordon.Session (which records every exec in the
+// audit log) and serves execs on a unix socket in
 // cordon's private state directory, the wire format that the C client of
 // `cordon exec` speaks (cmd/cordon/execclient_linux.c), and the directory
 // of named sessions that `cordon session list` and `stop` read.
