@@ -314,3 +314,19 @@ func writeResolvConf(t *testing.T, content string) string {
 	}
 	return p
 }
+
+// TestGuardDoesNotHoldShortFirstWords: a client that sends a byte that
+// could begin an HTTP method and waits for the answer is not held up
+// (the guard forwards it as another protocol after a moment).
+func TestGuardDoesNotHoldShortFirstWords(t *testing.T) {
+	h := nettest.NewHost(t, "allowed.test")
+	s := newSandboxNS(t, h, "allowed.test:7")
+	out, err := s.run("python3", "-c", `import socket
+c=socket.create_connection(("allowed.test",7),timeout=20)
+c.sendall(b"G"); a=c.recv(1); c.sendall(b"ET?"); b=b""
+while len(b) < 3: b+=c.recv(3-len(b))
+print((a+b).decode())`)
+	if err != nil || strings.TrimSpace(out) != "GET?" {
+		t.Fatalf("echo: %q, %v", out, err)
+	}
+}

@@ -68,16 +68,20 @@ func (c *tcpConn) clientToServer(br *bufio.Reader, up net.Conn, out *atomic.Int6
 		return nil
 	}
 	byName := c.addrRule.Text == ""
+	word := ""
+	if first[0] != 0x16 {
+		word = c.firstWord(br)
+	}
 	switch {
 	case first[0] == 0x16:
 		if err := c.checkTLS(br, up, out, byName); err != nil {
 			return err
 		}
-	case looksHTTP(br):
+	case looksHTTP(word):
 		if byName {
 			return c.httpLoop(br, up, out)
 		}
-	case byName && looksH2(br):
+	case byName && strings.HasPrefix(word, h2Preface):
 		return c.deny(FromAddr, c.ev.Host, ReasonHTTPHost, fmt.Sprintf("%s: HTTP/2 without TLS hides the host name; use https or HTTP/1.1", hostPort(c.ev.Host, c.port)))
 	}
 	n, _ := io.Copy(up, br)
@@ -150,19 +154,51 @@ func (s *sniffConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
 
 var httpMethods = []string{"GET ", "HEAD ", "POST ", "PUT ", "DELETE ", "OPTIONS ", "PATCH ", "CONNECT ", "TRACE ", "PROPFIND "}
 
-func looksHTTP(br *bufio.Reader) bool {
-	b, _ := br.Peek(9)
-	for _, m := range httpMethods {
-		if strings.HasPrefix(m, string(b)) || strings.HasPrefix(string(b), m) {
-			return len(b) > 0 && b[0] != ' '
+// prefixWait bounds how long the guard waits for the rest of a first
+// word that might be an HTTP method or HTTP/2's preface: a protocol whose
+// client sends a few bytes and waits is not held up longer.
+const prefixWait = time.Second
+
+// firstWord returns the client's first bytes, up to 9: as many as arrived,
+// or, when they could still become an HTTP method or HTTP/2's preface,
+// more until that is decided or prefixWait has passed.
+func (c *tcpConn) firstWord(br *bufio.Reader) string {
+	b, _ := br.Peek(min(9, br.Buffered()))
+	if len(b) >= 9 || !couldBecome(string(b)) {
+		return string(b)
+	}
+	_ = c.downConn.SetReadDeadline(time.Now().Add(prefixWait))
+	for len(b) < 9 && couldBecome(string(b)) {
+		var err error
+		if b, err = br.Peek(len(b) + 1); err != nil {
+			break
+		}
+	}
+	_ = c.downConn.SetReadDeadline(time.Time{})
+	b, _ = br.Peek(min(9, br.Buffered()))
+	return string(b)
+}
+
+// couldBecome reports whether w is a strict prefix of a method or of
+// HTTP/2's preface.
+func couldBecome(w string) bool {
+	for _, m := range append(httpMethods, h2Preface) {
+		if len(w) < len(m) && strings.HasPrefix(m, w) {
+			return true
 		}
 	}
 	return false
 }
 
-func looksH2(br *bufio.Reader) bool {
-	b, _ := br.Peek(4)
-	return string(b) == "PRI "
+const h2Preface = "PRI "
+
+func looksHTTP(w string) bool {
+	for _, m := range httpMethods {
+		if strings.HasPrefix(w, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // httpLoop checks the Host of every request on a plain HTTP connection and
