@@ -4,9 +4,13 @@ TAGS    ?= seccomp
 BIN     ?= bin/cordon
 TOOLS   ?= $(CURDIR)/bin/tools
 MODULE  := github.com/cordon-run/cordon
+PREFIX  ?= /usr/local
+# The VCS revision for `cordon version`, for builds Go does not stamp itself.
+REV     := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+LDFLAGS := -s -w -X $(MODULE).revision=$(REV)
 export CGO_ENABLED = 1
 
-.PHONY: help build test unit integration rootless vm lint cross bench fuzz deps clean
+.PHONY: help build install test unit integration rootless vm lint cross bench fuzz deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -15,7 +19,13 @@ deps: ## install what the build and the tests need on a bare machine (libseccomp
 	@bash hack/deps.sh
 
 build: deps ## build bin/cordon (with seccomp)
-	$(GO) build -tags '$(TAGS)' -trimpath -ldflags '-s -w' -o $(BIN) ./cmd/cordon
+	$(GO) build -tags '$(TAGS)' -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/cordon
+
+install: build ## install bin/cordon to $(PREFIX)/bin (default /usr/local) and the shell completions
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/cordon
+	$(BIN) completion bash | install -D -m 0644 /dev/stdin $(DESTDIR)$(PREFIX)/share/bash-completion/completions/cordon
+	$(BIN) completion zsh | install -D -m 0644 /dev/stdin $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_cordon
+	$(BIN) completion fish | install -D -m 0644 /dev/stdin $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/cordon.fish
 
 test: deps lint cross unit integration rootless vm ## run every test: lint, cross builds, unit, integration as root and rootless, the cgroup v2 VM
 

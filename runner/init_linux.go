@@ -17,15 +17,20 @@ const sandboxInitArg = "cordon-sandbox-init"
 
 // Init must be called first thing in main (and in TestMain) of every binary
 // that starts containers. When the binary was re-executed by libcontainer as
-// a container's init ("init"), or by cordon as the sandbox's PID 1, Init runs
-// that role and never returns.
+// a container's init ("init" with libcontainer's pipes in the environment),
+// or by cordon as the sandbox's PID 1, Init runs that role and never
+// returns. Without it, every run fails at start (the Go API's Run says so).
 func Init() {
 	if len(os.Args) < 2 {
 		return
 	}
 	switch os.Args[1] {
 	case "init":
-		libcontainer.Init()
+		// Only libcontainer's re-exec hands over its pipes; `cordon init`
+		// typed by a person is the CLI's own command.
+		if os.Getenv("_LIBCONTAINER_INITPIPE") != "" && os.Getenv("_LIBCONTAINER_SYNCPIPE") != "" {
+			libcontainer.Init()
+		}
 	case netguard.HelperArg:
 		// A C constructor joined the sandbox's namespaces first.
 		netguard.HelperMain()

@@ -169,3 +169,99 @@ func GuardControlFiles(sb *Sandbox, configs, logs []string) {
 		add(&sb.Protect, p)
 	}
 }
+
+// TrustEntry is one record of the trust store.
+type TrustEntry struct {
+	// Path is the trusted config's absolute path.
+	Path string
+	// Digest is the sha256 of its content when it was trusted.
+	Digest string
+	// State is "trusted" (the file is unchanged), "changed" (so no longer
+	// trusted) or "missing".
+	State string
+}
+
+// TrustedConfigs lists the trust store's records, in the order they were
+// made.
+func TrustedConfigs() ([]TrustEntry, error) {
+	lines, err := readTrustStore()
+	if err != nil {
+		return nil, err
+	}
+	var out []TrustEntry
+	for _, l := range lines {
+		d, p, ok := strings.Cut(l, "\t")
+		if !ok {
+			continue
+		}
+		e := TrustEntry{Path: p, Digest: d, State: "trusted"}
+		switch now, err := configDigest(p); {
+		case errors.Is(err, os.ErrNotExist):
+			e.State = "missing"
+		case err != nil || now != d:
+			e.State = "changed"
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Revoke removes every trust record of the config at path (whatever its
+// content) and returns how many there were.
+func Revoke(path string) (int, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return 0, err
+	}
+	lines, err := readTrustStore()
+	if err != nil {
+		return 0, err
+	}
+	var keep []string
+	for _, l := range lines {
+		if _, p, ok := strings.Cut(l, "\t"); ok && p == abs {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	n := len(lines) - len(keep)
+	if n == 0 {
+		return 0, nil
+	}
+	// Replace the store in one rename, so a crash leaves the old or the
+	// new list, never half of one.
+	store := TrustStorePath()
+	tmp, err := os.CreateTemp(filepath.Dir(store), ".trusted-*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(tmp.Name())
+	for _, l := range keep {
+		if _, err := fmt.Fprintln(tmp, l); err != nil {
+			tmp.Close()
+			return 0, err
+		}
+	}
+	if err := tmp.Close(); err != nil {
+		return 0, err
+	}
+	return n, os.Rename(tmp.Name(), store)
+}
+
+// readTrustStore returns the store's lines; none when it does not exist.
+func readTrustStore() ([]string, error) {
+	data, err := os.ReadFile(TrustStorePath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}

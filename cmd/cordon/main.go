@@ -49,6 +49,12 @@ func usage() {
 	fmt.Fprintf(os.Stderr, "\nenvironment: CORDON_LOG=debug|info|warn|error, CORDON_LOG_FORMAT=text|json\n")
 }
 
+// helpFor prints c's help, as `cordon COMMAND -h` does.
+func helpFor(c command) int {
+	c.run([]string{"-h"})
+	return exitOK
+}
+
 func setupLogging() {
 	logrus.SetOutput(os.Stderr)
 	logrus.SetLevel(logrus.WarnLevel)
@@ -63,12 +69,26 @@ func setupLogging() {
 func main() {
 	maybeInit() // libcontainer's re-exec'd init never returns from here
 	setupLogging()
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || (os.Args[1] == "help" && len(os.Args) == 2) {
 		usage()
 		if len(os.Args) < 2 {
 			os.Exit(exitConfig)
 		}
 		os.Exit(exitOK)
+	}
+	switch os.Args[1] {
+	case "--version", "-version", "-v":
+		os.Exit(versionMain(nil))
+	}
+	if os.Args[1] == "help" && len(os.Args) == 3 {
+		// `cordon help run` is `cordon run -h`.
+		c, ok := commands[os.Args[2]]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "cordon help: unknown command %q\n\n", os.Args[2])
+			usage()
+			os.Exit(exitConfig)
+		}
+		os.Exit(helpFor(c))
 	}
 	c, ok := commands[os.Args[1]]
 	if !ok {

@@ -51,7 +51,7 @@ func mcpMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "cordon: not serving: %v\n", err)
 		return exitSetup
 	}
-	srv, err := mcpserver.New(mcpserver.Options{Sandbox: s, Shell: true})
+	srv, err := mcpserver.New(mcpserver.Options{Sandbox: s, Shell: true, Version: cordon.Version()})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		return exitSetup

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestInitWritesStarterConfig: `cordon init` is a user command (never
+// libcontainer's hidden init): it writes a commented cordon.yaml that
+// loads, and refuses to overwrite one.
+func TestInitWritesStarterConfig(t *testing.T) {
+	dir := t.TempDir()
+	r := runCLI(t, dir, "init")
+	if r.code != 0 || strings.Contains(r.stderr+r.stdout, "_LIBCONTAINER") || !strings.Contains(r.stdout, "cordon trust") {
+		t.Fatalf("cordon init: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	cfg := filepath.Join(dir, "cordon.yaml")
+	data, err := os.ReadFile(cfg)
+	if err != nil || !strings.Contains(string(data), "# ") {
+		t.Fatalf("no commented cordon.yaml: %v %q", err, data)
+	}
+	if r := runCLI(t, dir, "explain", "--config", cfg); r.code != 0 {
+		t.Fatalf("the starter config does not load: exit %d %q", r.code, r.stderr)
+	}
+	if r := runCLI(t, dir, "init"); r.code != exitConfig || !strings.Contains(r.stderr, "--force") {
+		t.Fatalf("second cordon init: exit %d %q; want 2 naming --force", r.code, r.stderr)
+	}
+	if after, _ := os.ReadFile(cfg); string(after) != string(data) {
+		t.Fatal("the second cordon init changed the file")
+	}
+}
+
+// TestVersionAndHelp: --version and version print the module version;
+// `cordon help run` prints run's help.
+func TestVersionAndHelp(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		r := runCLI(t, t.TempDir(), args...)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "cordon ") || !strings.Contains(r.stdout, "go1.") {
+			t.Errorf("cordon %v: exit %d %q", args, r.code, r.stdout)
+		}
+	}
+	r := runCLI(t, t.TempDir(), "help", "run")
+	if r.code != 0 || !strings.Contains(r.stderr+r.stdout, "usage: cordon run") || !strings.Contains(r.stderr+r.stdout, "-cwd") {
+		t.Errorf("cordon help run: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, t.TempDir(), "help", "nosuch"); r.code != exitConfig || !strings.Contains(r.stderr, `unknown command "nosuch"`) {
+		t.Errorf("cordon help nosuch: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// TestTrustListRevoke: --list shows each trusted config and whether it
+// changed; --revoke ends a trust, and a run then refuses the config.
+func TestTrustListRevoke(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("CORDON_TRUST_FILE", filepath.Join(t.TempDir(), "trusted"))
+	writeFile(t, filepath.Join(dir, "cordon.yaml"), "sandbox:\n  root: .\n")
+	if r := runCLI(t, dir, "trust"); r.code != 0 {
+		t.Fatalf("trust: %d %q", r.code, r.stderr)
+	}
+	if r := runCLI(t, dir, "trust", "--list"); r.code != 0 || !strings.Contains(r.stdout, "trusted  "+filepath.Join(dir, "cordon.yaml")) {
+		t.Fatalf("trust --list: %d %q", r.code, r.stdout)
+	}
+	if r := runCLI(t, dir, "trust", "--revoke"); r.code != 0 || !strings.Contains(r.stdout, "revoked") {
+		t.Fatalf("trust --revoke: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, dir, "trust", "--list"); !strings.Contains(r.stdout, "no trusted configs") {
+		t.Fatalf("after --revoke: %q", r.stdout)
+	}
+	if r := runCLI(t, dir, "explain"); r.code != exitConfig || !strings.Contains(r.stderr, "not trusted") {
+		t.Fatalf("a revoked config was used: %d %q", r.code, r.stderr)
+	}
+}
+
+// TestCompletionBash sources the bash script and completes commands and a
+// command's flags, as bash would at a prompt.
+func TestCompletionBash(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	script := `source <(cordon completion bash)
+COMP_WORDS=(cordon ru); COMP_CWORD=1; _cordon; echo "1:${COMPREPLY[*]}"
+COMP_WORDS=(cordon run --re); COMP_CWORD=2; _cordon; echo "2:${COMPREPLY[*]}"
+COMP_WORDS=(cordon trust --r); COMP_CWORD=2; _cordon; echo "3:${COMPREPLY[*]}"`
+	cmd := exec.Command(bash, "-c", script)
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(cordonBin)+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	want := "1:run\n2:--readonly --report\n3:--revoke\n"
+	if err != nil || string(out) != want {
+		t.Fatalf("completion: %v %q; want %q", err, out, want)
+	}
+	for _, sh := range []string{"zsh", "fish"} {
+		if r := runCLI(t, t.TempDir(), "completion", sh); r.code != 0 || !strings.Contains(r.stdout, "cordon") {
+			t.Errorf("completion %s: %d %q", sh, r.code, r.stderr)
+		}
+	}
+	if r := runCLI(t, t.TempDir(), "completion", "tcsh"); r.code != exitConfig {
+		t.Errorf("completion tcsh: exit %d, want 2", r.code)
+	}
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+func init() {
+	register(command{name: "completion", summary: "print a shell completion script: cordon completion bash|zsh|fish", run: completionMain})
+}
+
+// The scripts complete the commands from this binary's list and each
+// command's flags from its own -h output, so they never go stale; after
+// `--` they complete the sandboxed command.
+const bashCompletion = `# bash completion for cordon (cordon completion bash)
+_cordon() {
+	local cur=${COMP_WORDS[COMP_CWORD]} i
+	if [ "$COMP_CWORD" -eq 1 ]; then
+		COMPREPLY=($(compgen -W "%[1]s --version" -- "$cur"))
+		return
+	fi
+	for ((i = 1; i < COMP_CWORD; i++)); do
+		if [ "${COMP_WORDS[i]}" = "--" ]; then
+			COMPREPLY=($(compgen -c -- "$cur"))
+			return
+		fi
+	done
+	case "${COMP_WORDS[1]}" in
+	help | completion)
+		COMPREPLY=($(compgen -W "%[1]s bash zsh fish" -- "$cur"))
+		return ;;
+	esac
+	if [[ $cur == -* ]]; then
+		COMPREPLY=($(compgen -W "$(cordon "${COMP_WORDS[1]}" -h 2>&1 | sed -n 's/^  -\([a-z][a-z-]*\).*/--\1/p')" -- "$cur"))
+		return
+	fi
+	COMPREPLY=($(compgen -f -- "$cur"))
+}
+complete -o filenames -F _cordon cordon
+`
+
+const zshCompletion = `#compdef cordon
+# zsh completion for cordon (cordon completion zsh): the bash function,
+# through zsh's bash completion layer.
+autoload -U +X bashcompinit && bashcompinit
+`
+
+const fishCompletion = `# fish completion for cordon (cordon completion fish)
+function __cordon_flags
+	set -l cmd (commandline -opc)
+	cordon $cmd[2] -h 2>&1 | string match -r '^  -[a-z][a-z-]*' | string replace -r '^  -' ''
+end
+complete -c cordon -f -n '__fish_use_subcommand' -a '%[1]s'
+complete -c cordon -f -n '__fish_seen_subcommand_from help completion' -a '%[1]s bash zsh fish'
+complete -c cordon -n 'not __fish_use_subcommand' -a '(__cordon_flags | string replace -r "^" "--")'
+`
+
+func completionMain(args []string) int {
+	fs := newFlagSet("completion", "bash|zsh|fish")
+	if err := fs.Parse(args); err != nil {
+		return exitConfig
+	}
+	var names []string
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	words := strings.Join(names, " ")
+	switch fs.Arg(0) {
+	case "bash":
+		fmt.Printf(bashCompletion, words)
+	case "zsh":
+		fmt.Print(zshCompletion)
+		fmt.Printf(bashCompletion, words)
+	case "fish":
+		fmt.Printf(fishCompletion, words)
+	default:
+		fmt.Fprintln(os.Stderr, "cordon completion: want bash, zsh or fish; fix: source <(cordon completion bash), or see the README")
+		return exitConfig
+	}
+	return exitOK
+}
