@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon/internal/netguard"
+	"github.com/cordon-run/cordon/spec"
 )
 
 // network starts the network guard of a sandbox with an allow list: a tun
@@ -27,7 +28,14 @@ func (run *linuxRun) network() error {
 		return fmt.Errorf("network allow list: %w", err)
 	}
 	run.netEvents = &eventLog{}
-	g, err := netguard.Start(dev, netguard.Config{Allow: run.eff.Network.Allow, Resolver: run.r.resolver, OnEvent: run.netEvents.add})
+	cfg := netguard.Config{Allow: run.eff.Network.Allow, Resolver: run.r.resolver, OnEvent: run.netEvents.add}
+	if run.eff.System.Kind == spec.SystemHost {
+		// The sandbox reads the host's /etc/hosts (read-only): its
+		// allowed names work without DNS. A rootfs's own hosts file is
+		// not trusted to pin anything.
+		cfg.HostsFile = "/etc/hosts"
+	}
+	g, err := netguard.Start(dev, cfg)
 	if err != nil {
 		return fmt.Errorf("network allow list: %w", err)
 	}

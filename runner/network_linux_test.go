@@ -205,3 +205,25 @@ func TestIntegrationNetworkAllowListSession(t *testing.T) {
 		t.Errorf("the allowed connection was reported %d times", c)
 	}
 }
+
+// TestIntegrationNetworkAllowListGit: git clones over HTTP from an allowed
+// host, byte for byte, and a clone from another is refused and typed.
+func TestIntegrationNetworkAllowListGit(t *testing.T) {
+	n := newNetSandbox(t)
+	if !tunOpens() {
+		t.Skip("this user cannot open /dev/net/tun (TestIntegrationNetworkAllowList covers the refusal)")
+	}
+	content := strings.Repeat("cordon allow list\x00\xff\n", 4096)
+	n.h.ServeGit(t, map[string]string{"data.bin": content})
+	dst := filepath.Join(n.sb.Root, "clone")
+	o := n.run("git", "clone", "-q", n.h.URL("http", "allowed.test")+"git/repo.git", dst)
+	if o.res.FailureType != runner.FailureNone {
+		t.Fatalf("clone: %+v, %q", o.res, o.stderr)
+	}
+	got, err := os.ReadFile(filepath.Join(dst, "data.bin"))
+	if err != nil || string(got) != content {
+		t.Fatalf("cloned data.bin: %d bytes, %v; want %d bytes as served", len(got), err, len(content))
+	}
+	o = n.run("git", "clone", "-q", n.h.URL("http", "other.test")+"git/repo.git", filepath.Join(n.sb.Root, "other"))
+	n.denied(o, netguard.ReasonDNSRefused, "other.test is not in the allow list")
+}

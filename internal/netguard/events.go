@@ -78,6 +78,11 @@ type Config struct {
 	// Dial dials an allowed destination, always an address (nil: a
 	// net.Dialer).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// HostsFile, when set, is a hosts(5) file the sandbox's resolver reads
+	// (the host's /etc/hosts, which it sees read-only): its allowed names
+	// are pinned from the start, so a command that resolves a name there
+	// without asking DNS can connect as if it had.
+	HostsFile string
 	// OnEvent, when set, is called for every decision, in order, from the
 	// guard's goroutines.
 	OnEvent func(Event)

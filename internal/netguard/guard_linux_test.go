@@ -25,19 +25,33 @@ type sandboxNS struct {
 
 func newSandboxNS(t *testing.T, h *nettest.Host, allow ...string) *sandboxNS {
 	t.Helper()
-	return newSandboxNSWithDNS(t, h, nil, allow...)
+	return newSandboxNSWith(t, h, sandboxOpts{}, allow...)
 }
 
-// newSandboxNSWithDNS: the namespace's programs ask the loopback resolver
-// dns[0] (ip netns exec shows /etc/netns/NAME/resolv.conf as
-// /etc/resolv.conf), which the guard answers on a socket in the namespace.
-func newSandboxNSWithDNS(t *testing.T, h *nettest.Host, dns []netip.Addr, allow ...string) *sandboxNS {
+// sandboxOpts: files the namespace's programs see (ip netns exec shows
+// /etc/netns/NAME/FILE as /etc/FILE).
+type sandboxOpts struct {
+	// dns: they ask the loopback resolver dns[0], which the guard
+	// answers on a socket in the namespace.
+	dns []netip.Addr
+	// hosts is their /etc/hosts, which the guard reads too.
+	hosts string
+}
+
+func newSandboxNSWith(t *testing.T, h *nettest.Host, o sandboxOpts, allow ...string) *sandboxNS {
 	t.Helper()
 	s := &sandboxNS{name: h.NS + "-sb"}
 	nettest.Run(t, "ip", "netns", "add", s.name)
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", s.name).Run() })
-	if len(dns) > 0 {
-		dir := filepath.Join("/etc/netns", s.name)
+	dir := filepath.Join("/etc/netns", s.name)
+	files := map[string]string{}
+	if len(o.dns) > 0 {
+		files["resolv.conf"] = "nameserver " + o.dns[0].String() + "\n"
+	}
+	if o.hosts != "" {
+		files["hosts"] = o.hosts
+	}
+	if len(files) > 0 {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -45,10 +59,17 @@ func newSandboxNSWithDNS(t *testing.T, h *nettest.Host, dns []netip.Addr, allow 
 			os.RemoveAll(dir)
 			os.Remove("/etc/netns") // only when empty: others may use it
 		})
-		if err := os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte("nameserver "+dns[0].String()+"\n"), 0o644); err != nil {
-			t.Fatal(err)
+		for name, content := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	hostsFile := ""
+	if o.hosts != "" {
+		hostsFile = filepath.Join(dir, "hosts")
+	}
+	dns := o.dns
 	ns, err := os.Open(filepath.Join("/run/netns", s.name))
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +79,7 @@ func newSandboxNSWithDNS(t *testing.T, h *nettest.Host, dns []netip.Addr, allow 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.g, err = Start(tun, Config{Allow: allow, Resolver: h.DNS, OnEvent: func(e Event) {
+	s.g, err = Start(tun, Config{Allow: allow, Resolver: h.DNS, HostsFile: hostsFile, OnEvent: func(e Event) {
 		s.mu.Lock()
 		s.evs = append(s.evs, e)
 		s.mu.Unlock()
@@ -110,6 +131,8 @@ func TestGuardAllowsListedNamesByteExact(t *testing.T) {
 	if err != nil || out != h.Body {
 		t.Fatalf("https: %q, %v; want %q", out, err, h.Body)
 	}
+	// A connection is recorded when it ends: Close waits for them all.
+	s.g.Close()
 	if d := s.g.Denials(); len(d) != 0 {
 		t.Fatalf("denials: %+v", d)
 	}
@@ -291,7 +314,7 @@ func TestGuardAnswersLoopbackResolvers(t *testing.T) {
 		t.Fatalf("LoopbackResolvers = %v", dns)
 	}
 	// 127.0.0.53 first, so that resolv.conf names it.
-	s := newSandboxNSWithDNS(t, h, append([]netip.Addr{dns[2]}, dns[:2]...), "allowed.test:80")
+	s := newSandboxNSWith(t, h, sandboxOpts{dns: append([]netip.Addr{dns[2]}, dns[:2]...)}, "allowed.test:80")
 	out, err := s.run(curl("http://allowed.test/")...)
 	if err != nil || out != h.Body {
 		t.Fatalf("http: %q, %v", out, err)
@@ -329,4 +352,26 @@ print((a+b).decode())`)
 	if err != nil || strings.TrimSpace(out) != "GET?" {
 		t.Fatalf("echo: %q, %v", out, err)
 	}
+}
+
+// TestGuardPinsHostsFileNames: a name the command resolves through the
+// hosts file, without asking DNS, connects as if DNS had answered; a name
+// there that the list does not allow does not.
+func TestGuardPinsHostsFileNames(t *testing.T) {
+	h := nettest.NewHost(t, "allowed.test")
+	hosts := fmt.Sprintf("%s hosts.test\n%s unlisted.test\n", h.Addr, h.Addr.Prev())
+	s := newSandboxNSWith(t, h, sandboxOpts{hosts: hosts}, "hosts.test:80")
+	out, err := s.run(curl("http://hosts.test/")...)
+	if err != nil || out != h.Body {
+		t.Fatalf("hosts.test: %q, %v", out, err)
+	}
+	for _, e := range s.g.Denials() {
+		if e.Proto == "dns" {
+			t.Errorf("a hosts-file name was asked of DNS: %+v", e)
+		}
+	}
+	if out, err := s.run(curl("http://unlisted.test/")...); err == nil {
+		t.Fatalf("unlisted.test: %q", out)
+	}
+	s.denial(t, ReasonAddress)
 }

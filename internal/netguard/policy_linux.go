@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -38,6 +40,9 @@ func newPolicy(cfg Config) (*policy, error) {
 	p := &policy{rules: rules, resolver: cfg.Resolver, dial: cfg.Dial, onEvent: cfg.OnEvent, pins: map[netip.Addr]*pin{}}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver
+	}
+	if cfg.HostsFile != "" {
+		p.pinHosts(cfg.HostsFile)
 	}
 	if p.dial == nil {
 		d := &net.Dialer{Timeout: 30 * time.Second}
@@ -98,4 +103,36 @@ func (p *policy) Denials() []Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]Event(nil), p.denials...)
+}
+
+// pinHosts pins the allowed names of a hosts(5) file, with the same rule
+// as DNS answers: a wildcard never yields loopback, link-local or metadata
+// addresses. A file that cannot be read pins nothing.
+func (p *policy) pinHosts(file string) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		a, err := netip.ParseAddr(f[0])
+		if err != nil || a.Zone() != "" {
+			continue
+		}
+		for _, n := range f[1:] {
+			name := normalizeName(n)
+			if name == "" {
+				continue
+			}
+			if r, _ := nameDecision(p.rules, name, 0); r.Text != "" && !(r.Wildcard && neverByWildcard(a)) {
+				p.addPin(a, name, r)
+			}
+		}
+	}
 }

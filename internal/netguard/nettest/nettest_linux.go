@@ -19,6 +19,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/cgi"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -26,6 +27,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,6 +52,7 @@ type Host struct {
 	HTTPPort, HTTPSPort, EchoPort int
 	// inNS: the servers run inside NS (as root).
 	inNS bool
+	git  atomic.Pointer[cgi.Handler]
 	// Extra are more names the DNS server answers, with other addresses.
 	Extra map[string]netip.Addr
 	// DNS is a resolver that asks the host's DNS server, as the guard's
@@ -154,6 +157,10 @@ func (h *Host) listen(t testing.TB, network string, port int) any {
 func (h *Host) serve(t testing.TB) {
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Test-Host", r.Host)
+		if g := h.git.Load(); g != nil && strings.HasPrefix(r.URL.Path, "/git/") {
+			g.ServeHTTP(w, r)
+			return
+		}
 		if r.URL.Path == "/zeros" {
 			// /zeros?n=BYTES: that many zero bytes, for throughput.
 			n, _ := strconv.ParseInt(r.URL.Query().Get("n"), 10, 64)
@@ -295,4 +302,44 @@ func (h *Host) URL(scheme, name string) string {
 // Allow is the allow list of name on the servers' three ports.
 func (h *Host) Allow(name string) []string {
 	return []string{fmt.Sprintf("%s:%d", name, h.HTTPPort), fmt.Sprintf("%s:%d", name, h.HTTPSPort), fmt.Sprintf("%s:%d", name, h.EchoPort)}
+}
+
+// ServeGit makes a bare repository repo.git with one commit of files and
+// serves it over git's smart HTTP protocol (git http-backend) at
+// /git/repo.git. It returns the repository's path.
+func (h *Host) ServeGit(t testing.TB, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	bare := filepath.Join(root, "repo.git")
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(work, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(work, "init", "-q")
+	git(work, "add", ".")
+	git(work, "commit", "-q", "-m", "test")
+	git(root, "clone", "-q", "--bare", work, bare)
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.git.Store(&cgi.Handler{
+		Path: filepath.Join(strings.TrimSpace(string(out)), "git-http-backend"),
+		Root: "/git",
+		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
+	})
+	return bare
 }
