@@ -32,6 +32,9 @@ type Project struct {
 	via       string
 	logPaths  []string
 	auditWarn func(error)
+	// guarded are other files cordon writes for the caller (the report),
+	// kept out of every sandbox as the logs are.
+	guarded []string
 }
 
 // ProjectOption adjusts a Project as it is loaded.

@@ -18,7 +18,7 @@ func (s *Sandbox) Override(o spec.Overrides) (*Sandbox, error) {
 	if err := o.Apply(c); err != nil {
 		return nil, s.refuse(err)
 	}
-	spec.GuardControlFiles(c, []string{s.p.cfg.Source}, s.p.logPaths)
+	spec.GuardControlFiles(c, []string{s.p.cfg.Source}, append(append([]string(nil), s.p.logPaths...), s.p.guarded...))
 	return s.p.newSandbox(c)
 }
 

@@ -27,6 +27,7 @@ const (
 	FailurePidsLimit     = runner.FailurePidsLimit
 	FailureFileSizeLimit = runner.FailureFileSizeLimit
 	FailureNetworkDenied = runner.FailureNetworkDenied
+	FailureConfigError   = runner.FailureConfigError
 )
 
 // ExitSetupError is the exit code of a run that could not be set up.

@@ -26,6 +26,7 @@ ip link add "${netlink}h" type veth peer name "${netlink}p" netns "$netns"
 ip addr add "$nettest_addr/32" dev "${netlink}h"
 ip link set "${netlink}h" up
 go test -c -tags seccomp -o "$work/runner.test" ./runner/
+go test -c -o "$work/hostfile.test" ./internal/hostfile/
 cp bin/cordon "$work/cordon"
 cp -r hack "$work/hack"
 chown -R "$uid:$uid" "$work"
@@ -34,5 +35,7 @@ as_user=(setpriv --reuid="$uid" --regid="$uid" --clear-groups --reset-env
   env "HOME=$work" "TMPDIR=$work" "CI=${CI:-}" CORDON_ROOTLESS=1 "CORDON_NETTEST_ADDR=$nettest_addr" "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 echo "== runner integration tests as uid $uid (rootless)"
 (cd "$work" && "${as_user[@]}" "$work/runner.test" -test.count=1 -test.run 'Integration' -test.v 2>&1 | tail -n 60)
+echo "== host files cordon writes (report, audit log) as uid $uid (rootless)"
+(cd "$work" && "${as_user[@]}" "$work/hostfile.test" -test.count=1 -test.v 2>&1 | tail -n 20)
 echo "== escape suite as uid $uid (rootless)"
 (cd "$work" && "${as_user[@]}" "CORDON_BIN=$work/cordon" bash "$work/hack/escape-suite.sh")

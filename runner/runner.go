@@ -94,6 +94,10 @@ const (
 	// FailureFileSizeLimit means the file size limit (limits.file_size)
 	// killed the command with SIGXFSZ.
 	FailureFileSizeLimit FailureType = "file_size_limit"
+	// FailureConfigError means cordon refused the invocation before
+	// anything ran: a bad flag, config or worker file, a refused
+	// derivation (exit 2). Front ends that write a report write it too.
+	FailureConfigError FailureType = "config_error"
 )
 
 // Exit codes with a fixed meaning, as in timeout(1) and env(1).

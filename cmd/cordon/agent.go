@@ -14,6 +14,9 @@ import (
 type agentFlags struct {
 	attach multiFlag
 	audit  string
+	// report is the --report file of cordon run, kept out of the
+	// sandbox's reach (cordon.WithReportFile).
+	report string
 }
 
 func (f *agentFlags) register(fs *flag.FlagSet) {
@@ -25,11 +28,17 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 // attachments and the audit log. A refused derivation or attachment (which
 // the root package records) is printed and returned as exit 2.
 func (f *agentFlags) prepare(sf *sandboxFlags, of *overrideFlags, via string) (*cordon.Sandbox, int) {
-	_, s, err := open(sf, of, f, via)
+	s, err := f.open(sf, of, via)
 	if err != nil {
 		return nil, configError(os.Stderr, err)
 	}
 	return s, exitOK
+}
+
+// open is prepare that returns the error instead of printing it.
+func (f *agentFlags) open(sf *sandboxFlags, of *overrideFlags, via string) (*cordon.Sandbox, error) {
+	_, s, err := open(sf, of, f, via)
+	return s, err
 }
 
 // warnAudit reports a record a best-effort audit log could not take.

@@ -98,7 +98,7 @@ func open(sf *sandboxFlags, of *overrideFlags, ag *agentFlags, via string) (*cor
 	opts := []cordon.ProjectOption{cordon.WithFrontEnd(via), cordon.WithAuditWarning(warnAudit)}
 	var attach []string
 	if ag != nil {
-		opts = append(opts, cordon.WithAuditFile(ag.audit))
+		opts = append(opts, cordon.WithAuditFile(ag.audit), cordon.WithReportFile(ag.report))
 		attach = ag.attach
 	}
 	p := cordon.NewProject(cfg, opts...)

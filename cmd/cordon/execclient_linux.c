@@ -53,6 +53,122 @@ static void restore_tty(void)
 		tcsetattr(0, TCSADRAIN, &saved);
 }
 
+// The --report file, opened before anything else (as cordon run does): no
+// symbolic link is followed in any folder or as the file, only a regular
+// file with one link is accepted, and the open never blocks on a FIFO. The
+// Go side (internal/hostfile) follows a link in a folder the caller cannot
+// write; this client follows none.
+static int report_fd = -1;
+
+static int open_report(const char *path)
+{
+	int dfd = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -1;
+	char *copy = strdup(path);
+	if (!copy) {
+		close(dfd);
+		return -1;
+	}
+	char *save = NULL, *name = NULL;
+	for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (name) {
+			int n = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			close(dfd);
+			if (n < 0) {
+				free(copy);
+				return -1;
+			}
+			dfd = n;
+		}
+		name = c;
+	}
+	int fd = -1;
+	if (name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
+		fd = openat(dfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+	else
+		errno = EISDIR;
+	int e = errno;
+	close(dfd);
+	free(copy);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)) {
+		close(fd);
+		fd = -1;
+		e = EINVAL;
+	}
+	if (fd >= 0 && ftruncate(fd, 0) < 0) {
+		e = errno;
+		close(fd);
+		fd = -1;
+	}
+	errno = e;
+	return fd;
+}
+
+static void outs(int fd, const char *s);
+
+// write_report writes the report once and closes it.
+static void write_report(const char *data, size_t n)
+{
+	if (report_fd < 0)
+		return;
+	while (n > 0) {
+		ssize_t w = write(report_fd, data, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		data += w;
+		n -= (size_t)w;
+	}
+	close(report_fd);
+	report_fd = -1;
+}
+
+// refuse prints msg, writes the config_error report and exits 2: every
+// invocation that names a report writes one.
+static void refuse(const char *msg, int with_usage)
+{
+	outs(2, msg);
+	if (with_usage)
+		outs(2, usage);
+	char rep[2048];
+	size_t k = (size_t)snprintf(rep, sizeof(rep), "{\n  \"exit_code\": 2,\n  \"failure_type\": \"config_error\",\n  \"failure_detail\": \"");
+	for (const char *m = msg; *m && k < sizeof(rep) - 64; m++) {
+		unsigned char ch = (unsigned char)*m;
+		if (ch == '\n' && m[1] == '\0')
+			break;
+		if (ch == '"' || ch == '\\')
+			rep[k++] = '\\', rep[k++] = (char)ch;
+		else if (ch < 0x20)
+			k += (size_t)snprintf(rep + k, sizeof(rep) - k, "\\u%04x", ch);
+		else
+			rep[k++] = (char)ch;
+	}
+	k += (size_t)snprintf(rep + k, sizeof(rep) - k, "\",\n  \"duration_ms\": 0\n}\n");
+	write_report(rep, k);
+	_exit(EXIT_CONFIG);
+}
+
+// report_arg finds --report's value before the flags are parsed, so that a
+// refused flag still writes the report.
+static const char *report_arg(int argc, char **argv)
+{
+	const char *r = NULL;
+	for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		const char *a = argv[i];
+		const char *f = a[0] == '-' && a[1] == '-' ? a + 2 : a[0] == '-' ? a + 1 : NULL;
+		if (!f || strncmp(f, "report", 6) != 0)
+			continue;
+		if (f[6] == '=')
+			r = f + 7;
+		else if (f[6] == '\0' && i + 1 < argc)
+			r = argv[++i];
+	}
+	return r;
+}
+
 // winsize packs the terminal's size as cols<<16 | rows, or 0.
 static uint32_t winsize(void)
 {
@@ -154,13 +270,8 @@ static void gone(const char *name, const char *why, const char *report, int json
 	outs(2, "\n");
 	if (json)
 		outs(2, rep);
-	if (report) {
-		int fd = open(report, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd >= 0) {
-			outs(fd, rep);
-			close(fd);
-		}
-	}
+	(void)report;
+	write_report(rep, strlen(rep));
 	_exit(EXIT_SETUP);
 }
 
@@ -207,6 +318,12 @@ static void client(int argc, char **argv)
 {
 	const char *name = NULL, *timeout = NULL, *cwd = NULL, *report = NULL;
 	int json = 0, detach = 0, first = -1;
+	const char *rp = report_arg(argc, argv);
+	if (rp && (report_fd = open_report(rp)) < 0) {
+		fprintf(stderr, "cordon: refused: --report %s: %s; cordon writes a report only to a regular file reached without symbolic links (remove it or give another path)\n",
+			rp, errno == ELOOP || errno == ENOTDIR ? "a symbolic link is on the way" : errno == EINVAL || errno == ENXIO ? "not a regular file with one link" : strerror(errno));
+		_exit(EXIT_CONFIG);
+	}
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
 		const char **val = NULL;
@@ -238,8 +355,9 @@ static void client(int argc, char **argv)
 				val = vals[k];
 			} else if (f[fl] == '\0') {
 				if (i + 1 >= argc) {
-					fprintf(stderr, "cordon exec: --%s needs a value\n%s", flags[k], usage);
-					_exit(EXIT_CONFIG);
+					char msg[256];
+					snprintf(msg, sizeof(msg), "cordon exec: --%s needs a value\n", flags[k]);
+					refuse(msg, 1);
 				}
 				*vals[k] = argv[++i];
 				val = vals[k];
@@ -248,8 +366,9 @@ static void client(int argc, char **argv)
 		if (val)
 			continue;
 		if (a[0] == '-') {
-			fprintf(stderr, "cordon exec: unknown flag %s\n%s", a, usage);
-			_exit(EXIT_CONFIG);
+			char msg[512];
+			snprintf(msg, sizeof(msg), "cordon exec: unknown flag %.400s\n", a);
+			refuse(msg, 1);
 		}
 		if (!name) {
 			name = a;
@@ -258,13 +377,12 @@ static void client(int argc, char **argv)
 		first = i; // the command, without "--"
 		break;
 	}
-	if (!name || first < 0 || first >= argc) {
-		outs(2, name ? "cordon exec: no command given; fix: cordon exec NAME [flags] -- CMD [ARG...]\n" : usage);
-		_exit(EXIT_CONFIG);
-	}
+	if (!name || first < 0 || first >= argc)
+		refuse(name ? "cordon exec: no command given; fix: cordon exec NAME [flags] -- CMD [ARG...]\n" : "cordon exec: no session name given\n", !name);
 	if (!valid_name(name)) {
-		fprintf(stderr, "cordon exec: invalid session name \"%s\": use 1-64 of A-Z a-z 0-9 . _ - starting with a letter or digit\n", name);
-		_exit(EXIT_CONFIG);
+		char msg[512];
+		snprintf(msg, sizeof(msg), "cordon exec: invalid session name \"%.200s\": use 1-64 of A-Z a-z 0-9 . _ - starting with a letter or digit\n", name);
+		refuse(msg, 0);
 	}
 
 	char dir[4096], path[4096];
@@ -309,10 +427,8 @@ static void client(int argc, char **argv)
 		nopts++;
 	}
 	if (cwd) {
-		if (strlen(cwd) > 4096) {
-			outs(2, "cordon exec: --cwd is longer than 4096 bytes\n");
-			_exit(EXIT_CONFIG);
-		}
+		if (strlen(cwd) > 4096)
+			refuse("cordon exec: --cwd is longer than 4096 bytes\n", 0);
 		snprintf(opt, sizeof(opt), "cwd=%s", cwd);
 		append_str(&buf, &len, &cap, opt);
 		nopts++;
@@ -408,15 +524,7 @@ static void client(int argc, char **argv)
 	if (rh[4] > 0) {
 		if (json)
 			out(2, body + rh[3], rh[4]);
-		if (report) {
-			int fd = open(report, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-			if (fd < 0) {
-				fprintf(stderr, "cordon: write report: %s: %s\n", report, strerror(errno));
-			} else {
-				out(fd, body + rh[3], rh[4]);
-				close(fd);
-			}
-		}
+		write_report(body + rh[3], rh[4]);
 	}
 	_exit(code);
 }

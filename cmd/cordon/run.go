@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/containerd/console"
@@ -23,6 +24,20 @@ const runUsage = "[--config F] [--profile P] [--worker W]... [--mount SRC[:DST][
 
 func runMain(args []string) int {
 	runner.PrewarmCgroups()
+	// The report is opened before anything else, so that every invocation
+	// that names one writes one, a refusal included (a stale report must
+	// not survive), and before the sandbox exists, so that nothing the
+	// command does to the path can redirect or block the write.
+	rep, code := openReport(args)
+	if code != exitOK {
+		return code
+	}
+	refuse := func(code int, err error) int {
+		if werr := rep.Write(cordon.Refused(err)); werr != nil {
+			fmt.Fprintf(os.Stderr, "cordon: write report: %v\n", werr)
+		}
+		return code
+	}
 	fs := newFlagSet("run", runUsage)
 	var sf sandboxFlags
 	var of overrideFlags
@@ -34,22 +49,53 @@ func runMain(args []string) int {
 	jsonOut := fs.Bool("json", false, "write the result as JSON to stderr")
 	cwd := fs.String("cwd", "", "run the command in `DIR`, a sandbox path (relative: under the workspace); default: the current directory when the sandbox shows it, else the workspace")
 	if err := fs.Parse(args); err != nil {
-		return exitConfig
+		return refuse(exitConfig, fmt.Errorf("cordon run: %w", err))
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
-		fmt.Fprintln(os.Stderr, "cordon run: no command given; fix: cordon run [flags] -- CMD [ARG...]")
-		return exitConfig
+		err := errors.New("cordon run: no command given; fix: cordon run [flags] -- CMD [ARG...]")
+		fmt.Fprintln(os.Stderr, err)
+		return refuse(exitConfig, err)
 	}
-	s, code := ag.prepare(&sf, &of, cordon.FrontEndCLI)
-	if code != exitOK {
-		return code
+	ag.report = *report
+	s, err := ag.open(&sf, &of, cordon.FrontEndCLI)
+	if err != nil {
+		return refuse(configError(os.Stderr, err), err)
 	}
 	if err := cordon.CheckBackend(); err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		_ = rep.Write(cordon.Result{ExitCode: exitSetup, FailureType: cordon.FailureSetupError, FailureDetail: err.Error()})
 		return exitSetup
 	}
+	res, err := runInTerminal(s, argv)
+	if err != nil && !errors.Is(err, cordon.ErrNotRecorded) {
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		_ = rep.Write(res)
+		return exitSetup
+	}
+	switch res.FailureType {
+	case cordon.FailureNone, cordon.FailureProcessError:
+	default:
+		fmt.Fprintf(os.Stderr, "cordon: %s: %s\n", res.FailureType, res.FailureDetail)
+	}
+	if werr := rep.Write(res); werr != nil {
+		fmt.Fprintf(os.Stderr, "cordon: write report: %v\n", werr)
+	}
+	if *jsonOut {
+		data, _ := json.MarshalIndent(res, "", "  ")
+		os.Stderr.Write(append(data, '\n'))
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		return exitSetup
+	}
+	return res.ExitCode
+}
 
+// runInTerminal runs argv in s with the caller's terminal and signals. The
+// signals go back to their default once the run is over: nothing after it
+// may leave cordon deaf to SIGTERM.
+func runInTerminal(s *cordon.Sandbox, argv []string) (cordon.Result, error) {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGWINCH)
 	defer signal.Stop(sigs)
@@ -69,34 +115,37 @@ func runMain(args []string) int {
 			}
 		}
 	}
+	return s.Run(context.Background(), argv, opts...)
+}
 
-	res, err := s.Run(context.Background(), argv, opts...)
-	if err != nil && !errors.Is(err, cordon.ErrNotRecorded) {
-		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
-		return exitSetup
-	}
-	switch res.FailureType {
-	case cordon.FailureNone, cordon.FailureProcessError:
-	default:
-		fmt.Fprintf(os.Stderr, "cordon: %s: %s\n", res.FailureType, res.FailureDetail)
-	}
-	if *report != "" || *jsonOut {
-		data, _ := json.MarshalIndent(res, "", "  ")
-		data = append(data, '\n')
-		if *report != "" {
-			if err := os.WriteFile(*report, data, 0o644); err != nil {
-				fmt.Fprintf(os.Stderr, "cordon: write report: %v\n", err)
+// openReport opens the file --report names, found in args before they are
+// parsed (so a refusal of any other flag still writes it). A path cordon
+// must not write (cordon.OpenReport) is itself a refusal, exit 2.
+func openReport(args []string) (*cordon.Report, int) {
+	path := ""
+	for i := 0; i < len(args) && args[i] != "--"; i++ {
+		a := args[i]
+		switch {
+		case a == "--report" || a == "-report":
+			if i+1 < len(args) {
+				path = args[i+1]
+				i++
 			}
-		}
-		if *jsonOut {
-			os.Stderr.Write(data)
+		case strings.HasPrefix(a, "--report="):
+			path = strings.TrimPrefix(a, "--report=")
+		case strings.HasPrefix(a, "-report="):
+			path = strings.TrimPrefix(a, "-report=")
 		}
 	}
+	if path == "" {
+		return nil, exitOK
+	}
+	rep, err := cordon.OpenReport(path)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
-		return exitSetup
+		fmt.Fprintf(os.Stderr, "cordon: refused: --report: %v\n", err)
+		return nil, exitConfig
 	}
-	return res.ExitCode
+	return rep, exitOK
 }
 
 // workDir is the command's working directory: --cwd, checked, or the

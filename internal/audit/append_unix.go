@@ -1,4 +1,4 @@
-//go:build unix
+//go:build linux || darwin
 
 package audit
 
@@ -8,25 +8,22 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/internal/hostfile"
 )
 
 // appendLocked appends buf to the regular file at path with one write(2),
-// holding an exclusive flock(2) on the descriptor. O_NOFOLLOW refuses a
-// symbolic link in the last component, so a sandboxed process that can
-// write the log's folder cannot turn cordon's appends against another file.
+// holding an exclusive flock(2) on the descriptor. hostfile.Open refuses a
+// symbolic link a sandbox could have planted in any component (not only the
+// last: a planted logs -> /any/dir would otherwise get a log created in
+// /any/dir), a FIFO and a hard link, so a sandboxed process that can write
+// the log's folder cannot turn cordon's appends against another file.
 func appendLocked(path string, buf []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
+	f, err := hostfile.Open(path, true, 0o600)
 	if err != nil {
 		return err
 	}
 	defer f.Close() //nolint:errcheck // the write's own error is what matters; close releases the lock
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is a %s, not a regular file", path, fi.Mode().Type())
-	}
 	if err := lockWithin(f, lockTimeout); err != nil {
 		return fmt.Errorf("lock: %w", err)
 	}
