@@ -67,7 +67,12 @@ func runMain(args []string) int {
 		_ = rep.Write(cordon.Result{ExitCode: exitSetup, FailureType: cordon.FailureSetupError, FailureDetail: err.Error()})
 		return exitSetup
 	}
-	res, err := runInTerminal(s, argv)
+	dir, err := workDir(s, *cwd)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return refuse(exitConfig, err)
+	}
+	res, err := runInTerminal(s, argv, dir)
 	if err != nil && !errors.Is(err, cordon.ErrNotRecorded) {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		_ = rep.Write(res)
@@ -95,14 +100,10 @@ func runMain(args []string) int {
 // runInTerminal runs argv in s with the caller's terminal and signals. The
 // signals go back to their default once the run is over: nothing after it
 // may leave cordon deaf to SIGTERM.
-func runInTerminal(s *cordon.Sandbox, argv []string) (cordon.Result, error) {
+func runInTerminal(s *cordon.Sandbox, argv []string, dir string) (cordon.Result, error) {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGWINCH)
 	defer signal.Stop(sigs)
-	dir, code := workDir(s, *cwd)
-	if code != exitOK {
-		return code
-	}
 	opts := []cordon.RunOption{cordon.Stdin(os.Stdin), cordon.Stdout(os.Stdout), cordon.Stderr(os.Stderr), cordon.Notify(sigs), cordon.Dir(dir)}
 	if c, err := console.ConsoleFromFile(os.Stdin); err == nil {
 		if _, err := console.ConsoleFromFile(os.Stdout); err == nil {
@@ -151,19 +152,18 @@ func openReport(args []string) (*cordon.Report, int) {
 // workDir is the command's working directory: --cwd, checked, or the
 // current directory when the sandbox shows it, else the workspace (with a
 // note saying so).
-func workDir(s *cordon.Sandbox, flag string) (string, int) {
+func workDir(s *cordon.Sandbox, flag string) (string, error) {
 	if flag != "" {
 		dir, err := s.CheckDir(flag)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "cordon run: --cwd %s: %v; fix: give a directory inside the sandbox (cordon explain lists them)\n", flag, err)
-			return "", exitConfig
+			return "", fmt.Errorf("cordon run: --cwd %s: %w; fix: give a directory inside the sandbox (cordon explain lists them)", flag, err)
 		}
-		return dir, exitOK
+		return dir, nil
 	}
 	wd, _ := os.Getwd()
 	dir, inside := s.WorkDir(wd)
 	if !inside && wd != "" {
 		fmt.Fprintf(os.Stderr, "cordon: note: the current directory %s is not in the sandbox; the command runs in %s (--cwd DIR to choose)\n", wd, dir)
 	}
-	return dir, exitOK
+	return dir, nil
 }
