@@ -470,6 +470,21 @@ static void client(int argc, char **argv)
 	memcpy(buf + 16, &nenv, 4);
 	memcpy(buf + 20, &payload, 4);
 
+	// The forwarding handlers are in place before the request leaves, with
+	// the signals held until it is sent (a frame must not land inside the
+	// request): a signal that arrives once the command may run is never
+	// the default action on this client.
+	sigset_t fwdset, oldset;
+	sigemptyset(&fwdset);
+	int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	for (size_t i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
+		sigaddset(&fwdset, fwd[i]);
+	sigprocmask(SIG_BLOCK, &fwdset, &oldset);
+	struct sigaction sa_fwd = {.sa_handler = forward};
+	sigemptyset(&sa_fwd.sa_mask);
+	for (size_t i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
+		sigaction(fwd[i], &sa_fwd, NULL);
+
 	int fds[3] = {0, 1, 2};
 	char cbuf[CMSG_SPACE(sizeof(fds))];
 	memset(cbuf, 0, sizeof(cbuf));
@@ -504,12 +519,8 @@ static void client(int argc, char **argv)
 		sigemptyset(&sa_w.sa_mask);
 		sigaction(SIGWINCH, &sa_w, NULL);
 	}
-	struct sigaction sa_fwd = {.sa_handler = forward};
-	sigemptyset(&sa_fwd.sa_mask);
-	int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-	for (size_t i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
-		sigaction(fwd[i], &sa_fwd, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	sigprocmask(SIG_SETMASK, &oldset, NULL);
 
 	uint32_t rh[6];
 	if (read_full(sock, rh, sizeof(rh)) < 0 || rh[0] != RESP_MAGIC || rh[1] != PROTO_VERSION ||
