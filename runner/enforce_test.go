@@ -188,7 +188,14 @@ func TestEnforceNetworkGuarded(t *testing.T) {
 			}
 		}
 	}
-	if Enforce(BackendSeatbelt, sb).Err() == nil {
+	if Enforce(BackendSeatbelt, sb).Err() == nil || NetworkEnforcement(BackendSeatbelt, sb) != "" {
 		t.Error("seatbelt enforces an allow list")
+	}
+	if how := NetworkEnforcement(BackendRootless, sb); !strings.Contains(how, "tun device") {
+		t.Errorf("NetworkEnforcement = %q", how)
+	}
+	withGuard(t, false)
+	if how := NetworkEnforcement(BackendLibcontainer, sb); how != "" {
+		t.Errorf("NetworkEnforcement without the guard = %q", how)
 	}
 }

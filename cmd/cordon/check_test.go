@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,5 +49,24 @@ func TestCheckAgreesWithToolsAndKernel(t *testing.T) {
 		"echo x > /tmp/x && cat /tmp/x /proc/self/status >/dev/null && echo ok > /dev/null && cat "+filepath.Join(data, "bin.so")+" "+filepath.Join(data, "big.txt")+" >/dev/null && echo USED")
 	if r.code != 0 || !strings.Contains(r.stdout, "USED") {
 		t.Fatalf("a command could not use what check allowed commands: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestExplainSaysHowAllowListsAreEnforced: explain reads the runner's
+// table: where the guard runs it says how the allow list is enforced,
+// elsewhere it says why it is refused.
+func TestExplainSaysHowAllowListsAreEnforced(t *testing.T) {
+	ws := t.TempDir()
+	cfg := filepath.Join(ws, "cordon.yaml")
+	writeFile(t, cfg, "sandbox:\n  root: .\n  network: {allow: [\"github.com:443\", \"*.pypi.org\"]}\n")
+	r := runCLI(t, ws, "explain", "--config", cfg)
+	want := "network: allow list enforced by cordon's own network stack"
+	if f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0); err == nil {
+		f.Close()
+	} else {
+		want = "refused: network allow list (github.com:443, *.pypi.org): /dev/net/tun cannot be opened"
+	}
+	if r.code != 0 || !strings.Contains(r.stdout, want) {
+		t.Fatalf("explain: exit %d %q; want %q", r.code, r.stdout, want)
 	}
 }

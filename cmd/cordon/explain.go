@@ -33,6 +33,9 @@ func explainMain(args []string) int {
 	// table, as a run would decide.
 	enf := runner.Enforce(runner.LocalBackend(), sb)
 	fmt.Printf("backend: %s\n", enf.Backend)
+	if how := runner.NetworkEnforcement(enf.Backend, sb); how != "" {
+		fmt.Printf("network: %s\n", how)
+	}
 	for _, d := range enf.RefusedDetails() {
 		fmt.Printf("refused: %s\n", d)
 	}
