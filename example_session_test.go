@@ -1,4 +1,4 @@
-//go:build linux && seccomp
+//go:build linux && cgo && !noseccomp
 
 package cordon_test
 

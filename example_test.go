@@ -1,4 +1,4 @@
-//go:build seccomp || darwin
+//go:build (linux && cgo && !noseccomp) || darwin
 
 // The example runs commands: on Linux only a binary built with seccomp
 // support can (without it every run fails closed), so a plain `go test`

@@ -18,18 +18,18 @@ func Doctor() []Capability {
 	caps = append(caps, Capability{"root", root, map[bool]string{
 		true:  "running as root: cgroup limits are enforced; the command still runs with no capabilities and no_new_privs",
 		false: fmt.Sprintf("running as uid %d: rootless mode in a user namespace", os.Geteuid()),
-	}[root]})
+	}[root], false})
 	if !root {
 		caps = append(caps, rootlessLimitsCap(rootlessCgroup()))
 	}
 	userns := userNamespacesAvailable()
-	caps = append(caps, Capability{"user namespaces", userns, map[bool]string{
+	caps = append(caps, Capability{Name: "user namespaces", OK: userns, Required: !root, Detail: map[bool]string{
 		true:  "unprivileged user namespaces are enabled",
-		false: "disabled (user.max_user_namespaces=0 or kernel.unprivileged_userns_clone=0): rootless runs are refused",
+		false: "disabled (user.max_user_namespaces=0 or kernel.unprivileged_userns_clone=0): rootless runs are refused; run as root or enable them (sysctl user.max_user_namespaces=15000)",
 	}[userns]})
 	switch {
 	case cgroups.IsCgroup2UnifiedMode():
-		caps = append(caps, Capability{"cgroups", true, "cgroup v2 (unified)"})
+		caps = append(caps, Capability{"cgroups", true, "cgroup v2 (unified)", false})
 	default:
 		detail := "cgroup v1"
 		if _, err := os.Stat("/sys/fs/cgroup/unified/cgroup.controllers"); err == nil {
@@ -45,20 +45,25 @@ func Doctor() []Capability {
 		if !ok {
 			detail += "; missing controllers: " + strings.Join(missing, ", ")
 		}
-		caps = append(caps, Capability{"cgroups", ok, detail})
+		caps = append(caps, Capability{"cgroups", ok, detail, false})
 	}
 	ok, detail := seccompSupport()
-	caps = append(caps, Capability{"seccomp", ok && seccompKernel(), detail})
+	if !seccompKernel() {
+		ok, detail = false, "the kernel has no seccomp (no Seccomp: line in /proc/self/status): every run fails closed"
+	}
+	caps = append(caps, Capability{Name: "seccomp", OK: ok, Required: true, Detail: detail})
 	rro := kernelFacts().recursiveRO
 	caps = append(caps, Capability{"recursive read-only mounts", rro, map[bool]string{
 		true:  "mount_setattr(MOUNT_ATTR_RDONLY, AT_RECURSIVE) available (kernel >= 5.12): read-only mounts cover their submounts",
 		false: "kernel older than 5.12: read-only mounts with submounts are refused",
-	}[rro]})
-	ovl := fsSupported("overlay")
+	}[rro], false})
+	// Rootless, libcontainer cannot mount the overlay and falls back to
+	// the memfd copy, as the README says.
+	ovl := fsSupported("overlay") && root
 	caps = append(caps, Capability{"sealed /proc/self/exe", true, map[bool]string{
 		true:  "overlayfs available: libcontainer runs its init from a sealed overlay of the binary",
-		false: "no overlayfs: libcontainer copies the binary to a sealed memfd for each run (slower)",
-	}[ovl]})
+		false: "libcontainer copies the binary to a sealed memfd for each run (no overlayfs, or rootless; slower)",
+	}[ovl], false})
 	caps = append(caps, networkGuardCap())
 	return append(caps, limitationCaps(LocalBackend())...)
 }
@@ -67,9 +72,9 @@ func Doctor() []Capability {
 func networkGuardCap() Capability {
 	ok, why := guardProbe()
 	if ok {
-		return Capability{"network allow lists", true, "enforced: a tun device in each sandbox's network namespace, and cordon's own TCP/IP stack deciding every DNS question and TCP connection; other UDP and ICMP are refused"}
+		return Capability{"network allow lists", true, "enforced: a tun device in each sandbox's network namespace, and cordon's own TCP/IP stack deciding every DNS question and TCP connection; other UDP and ICMP are refused", false}
 	}
-	return Capability{"network allow lists", false, why + ": allow lists are refused (or the network is off with require_os_sandbox: false)"}
+	return Capability{"network allow lists", false, why + ": allow lists are refused (or the network is off with require_os_sandbox: false)", false}
 }
 
 // rootlessLimitsCap says which way this host offers a rootless user
@@ -80,11 +85,11 @@ func rootlessLimitsCap(d delegation) Capability {
 	switch {
 	case ok:
 		return Capability{"rootless limits", true, "delegated cgroup " + d.Base + " (controllers: " + strings.Join(d.Controllers, " ") +
-			"): memory, pids and cpus limits are enforced in a child cgroup per run; its processes move into " + d.Base + "/" + leafCgroup + " when the controllers are first enabled"}
+			"): memory, pids and cpus limits are enforced in a child cgroup per run; its processes move into " + d.Base + "/" + leafCgroup + " when the controllers are first enabled", false}
 	case d.Base != "" && len(d.missingControllers(want)) < len(want):
-		return Capability{"rootless limits", false, "partly: " + why}
+		return Capability{"rootless limits", false, "partly: " + why, false}
 	}
-	return Capability{"rootless limits", false, why + "; memory, pids and cpus limits are refused (or dropped with require_os_sandbox: false); " + delegationFix}
+	return Capability{"rootless limits", false, why + "; memory, pids and cpus limits are refused (or dropped with require_os_sandbox: false); " + delegationFix, false}
 }
 
 func seccompKernel() bool {

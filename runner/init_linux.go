@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 
 	"github.com/opencontainers/runc/libcontainer"
 	// nsenter joins and creates namespaces in C before the Go runtime
@@ -21,6 +23,7 @@ const sandboxInitArg = "cordon-sandbox-init"
 // or by cordon as the sandbox's PID 1, Init runs that role and never
 // returns. Without it, every run fails at start (the Go API's Run says so).
 func Init() {
+	initCalled.Store(true)
 	if len(os.Args) < 2 {
 		return
 	}
@@ -41,6 +44,16 @@ func Init() {
 		os.Exit(ExitSetupError)
 	}
 }
+
+// initCalled records that Init ran in this process: without it,
+// libcontainer's re-execution of this binary would run the program's own
+// main instead of the sandbox's init.
+var initCalled atomic.Bool
+
+// ErrNoInit is the set-up error of a run in a program that never called
+// Init (cordon.Init in the Go API).
+var ErrNoInit = errors.New("cordon.Init() (runner.Init) was not called: call it first thing in main, and in TestMain of tests that run sandboxes; " +
+	"libcontainer re-executes this binary as the sandbox's init, and only Init makes it one")
 
 // initArgs wraps a command so that it runs under cordon's own PID 1. Inside
 // the container /proc/self/exe is libcontainer's sealed copy of this binary,

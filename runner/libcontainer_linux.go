@@ -118,6 +118,9 @@ func (r *linuxRunner) run(ctx context.Context, req Request, res Result) Result {
 		return run.setupFailed(fmt.Errorf("mount table: %w", err))
 	}
 	run.table = table
+	if !initCalled.Load() {
+		return run.setupFailed(fmt.Errorf("%w: %w", ErrSetup, ErrNoInit))
+	}
 	if r.rootless && !userNamespacesAvailable() {
 		if req.Sandbox.RequireOSSandbox {
 			return run.setupFailed(fmt.Errorf("%w: user namespaces are disabled on this host, so a rootless sandbox cannot be built; "+

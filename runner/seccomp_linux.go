@@ -1,4 +1,4 @@
-//go:build cgo && seccomp
+//go:build cgo && !noseccomp
 
 package runner
 

@@ -1,4 +1,4 @@
-//go:build !cgo || !seccomp
+//go:build !cgo || noseccomp
 
 package runner
 
@@ -9,7 +9,7 @@ import (
 )
 
 func seccompSupport() (bool, string) {
-	return false, "built without the seccomp tag: every run fails closed; rebuild with `make build`"
+	return false, "built with -tags noseccomp: every run fails closed; rebuild with `make build` (cgo and libseccomp-dev)"
 }
 
 func seccompLibVersion() string { return "none" }
@@ -17,5 +17,5 @@ func seccompLibVersion() string { return "none" }
 // compileSeccomp fails: without libseccomp no filter can be built, and a
 // sandbox is never run without its filter.
 func compileSeccomp(*configs.Seccomp) ([]byte, error) {
-	return nil, fmt.Errorf("%w: cordon was built without seccomp support (build with -tags seccomp and libseccomp-dev)", ErrUnenforceable)
+	return nil, fmt.Errorf("%w: cordon was built without seccomp support (-tags noseccomp); rebuild without it, with cgo and libseccomp-dev", ErrUnenforceable)
 }

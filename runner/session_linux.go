@@ -59,6 +59,9 @@ func (r *linuxRunner) StartSession(ctx context.Context, req SessionRequest) (Ses
 	if req.Sandbox == nil {
 		return nil, fmt.Errorf("%w: a session needs a sandbox", ErrBadRequest)
 	}
+	if !initCalled.Load() {
+		return nil, fmt.Errorf("%w: %w", ErrSetup, ErrNoInit)
+	}
 	sb := req.Sandbox.Clone()
 	s := &linuxSession{r: r, sb: sb, sum: spec.Summarize(sb), gone: make(chan struct{}), closed: make(chan struct{}), backend: "libcontainer"}
 	if r.rootless {

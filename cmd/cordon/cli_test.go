@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,5 +101,41 @@ COMP_WORDS=(cordon trust --r); COMP_CWORD=2; _cordon; echo "3:${COMPREPLY[*]}"`
 	}
 	if r := runCLI(t, t.TempDir(), "completion", "tcsh"); r.code != exitConfig {
 		t.Errorf("completion tcsh: exit %d, want 2", r.code)
+	}
+}
+
+// TestDoctorExitCode: doctor exits 1 exactly when a capability the
+// default profile needs is missing: a build without libseccomp cannot run
+// anything and says so; this build's exit code agrees with its own table.
+func TestDoctorExitCode(t *testing.T) {
+	r := runCLI(t, t.TempDir(), "doctor", "--json")
+	var caps []struct {
+		Name     string `json:"name"`
+		OK       bool   `json:"ok"`
+		Required bool   `json:"required"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &caps); err != nil {
+		t.Fatalf("doctor --json: %v %q", err, r.stdout)
+	}
+	want := 0
+	for _, c := range caps {
+		if c.Required && !c.OK {
+			want = 1
+		}
+	}
+	if r.code != want {
+		t.Fatalf("doctor exit %d, want %d for %+v", r.code, want, caps)
+	}
+	nosec := filepath.Join(t.TempDir(), "cordon-noseccomp")
+	if out, err := exec.Command("go", "build", "-tags", "noseccomp", "-o", nosec, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags noseccomp: %v\n%s", err, out)
+	}
+	cmd := exec.Command(nosec, "doctor")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "cannot run here: seccomp") {
+		t.Fatalf("doctor of a build without libseccomp: %v %q; want exit 1 naming seccomp", err, stderr.String())
 	}
 }

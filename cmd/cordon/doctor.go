@@ -3,12 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 
 	"github.com/cordon-run/cordon/runner"
 )
 
 func init() {
-	register(command{name: "doctor", summary: "print what this host can enforce", run: doctorMain})
+	register(command{name: "doctor", summary: "print what this host can enforce (exit 1 when the default profile cannot run here)", run: doctorMain})
 }
 
 func doctorMain(args []string) int {
@@ -18,10 +19,15 @@ func doctorMain(args []string) int {
 		return exitConfig
 	}
 	caps := runner.Doctor()
+	missing := runner.Missing(caps)
+	code := exitOK
+	if len(missing) > 0 {
+		code = exitDenied
+	}
 	if *jsonOut {
 		data, _ := json.MarshalIndent(caps, "", "  ")
 		fmt.Println(string(data))
-		return exitOK
+		return code
 	}
 	for _, c := range caps {
 		mark := "ok  "
@@ -30,5 +36,8 @@ func doctorMain(args []string) int {
 		}
 		fmt.Printf("%s %-28s %s\n", mark, c.Name, c.Detail)
 	}
-	return exitOK
+	for _, c := range missing {
+		fmt.Fprintf(os.Stderr, "cordon doctor: the default profile cannot run here: %s: %s\n", c.Name, c.Detail)
+	}
+	return code
 }
