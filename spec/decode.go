@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -395,50 +394,68 @@ func (d *decoder) network(n *yaml.Node, field string) (Network, bool) {
 }
 
 // limits reads the limits mapping; every limit that is given must be above
-// zero, since zero means "no limit".
+// zero, since zero means "no limit". ParseLimit decides each value, as it
+// does for the command line's flags.
 func (d *decoder) limits(n *yaml.Node, field string) Limits {
 	var l Limits
-	f := d.fields(n, field, []string{"timeout", "memory", "pids", "file_size", "cpus", "output"}, true)
-	remove := "remove the key for no limit"
-	if v := f["timeout"]; !isNull(v) {
-		tf := sub(field, "timeout")
-		if d.scalar(v, tf, "a duration", durationHint, "!!str", "!!int", "!!float") {
-			if strings.IndexByte(v.Value, 0) >= 0 {
-				d.fail(tf, v.Line, "contains a NUL byte", durationHint)
-			} else if t, err := parseDuration(v.Value); err != nil {
-				d.fail(tf, v.Line, err.Error(), durationHint)
-			} else if t <= 0 {
-				d.fail(tf, v.Line, fmt.Sprintf("must be above zero, not %q", v.Value), durationHint+", or "+remove)
-			} else {
-				l.Timeout = t
-			}
+	names := []string{"timeout", "memory", "pids", "file_size", "cpus", "output"}
+	f := d.fields(n, field, names, true)
+	kinds := map[string][]string{"pids": {"!!int"}, "cpus": {"!!int", "!!float"}}
+	for _, name := range names {
+		v := f[name]
+		if isNull(v) {
+			continue
 		}
-	}
-	if v := f["memory"]; !isNull(v) {
-		l.Memory, _ = d.size(v, sub(field, "memory"), `give a size such as "512MiB", or `+remove)
-	}
-	if v := f["pids"]; !isNull(v) {
-		l.Pids, _ = d.positiveInt(v, sub(field, "pids"), "give the maximum number of processes, such as 256, or "+remove)
-	}
-	if v := f["file_size"]; !isNull(v) {
-		l.FileSize, _ = d.size(v, sub(field, "file_size"), `give a size such as "100MiB", or `+remove)
-	}
-	if v := f["cpus"]; !isNull(v) {
-		cf := sub(field, "cpus")
-		fix := "give a number of cores above zero, such as 1.5, or " + remove
-		if d.scalar(v, cf, "a number", fix, "!!int", "!!float") {
-			var c float64
-			if err := v.Decode(&c); err != nil || math.IsNaN(c) || math.IsInf(c, 0) {
-				d.fail(cf, v.Line, fmt.Sprintf("%q is not a finite number", v.Value), fix)
-			} else if c <= 0 {
-				d.fail(cf, v.Line, fmt.Sprintf("must be above zero, not %s", v.Value), fix)
-			} else {
-				l.CPUs = c
-			}
+		lf := sub(field, name)
+		want, ok := kinds[name]
+		if !ok {
+			want = []string{"!!str", "!!int", "!!float"}
 		}
+		if !d.scalar(v, lf, "a "+limitKind(name), limitFixes[name], want...) {
+			continue
+		}
+		one, err := ParseLimit(name, v.Value)
+		var le *LimitError
+		if errors.As(err, &le) {
+			d.fail(lf, v.Line, le.Problem, le.Fix+", or remove the key for no limit")
+			continue
+		}
+		l = mergeLimits(l, one)
 	}
-	if v := f["output"]; !isNull(v) {
-		l.Output, _ = d.size(v, sub(field, "output"), `give a size such as "1MiB", or `+remove)
+	return l
+}
+
+func limitKind(name string) string {
+	switch name {
+	case "timeout":
+		return "duration"
+	case "pids":
+		return "whole number"
+	case "cpus":
+		return "number"
+	}
+	return "size"
+}
+
+// mergeLimits sets in l the limits that one sets.
+func mergeLimits(l, one Limits) Limits {
+	if one.Timeout > 0 {
+		l.Timeout = one.Timeout
+	}
+	if one.Memory > 0 {
+		l.Memory = one.Memory
+	}
+	if one.Pids > 0 {
+		l.Pids = one.Pids
+	}
+	if one.FileSize > 0 {
+		l.FileSize = one.FileSize
+	}
+	if one.CPUs > 0 {
+		l.CPUs = one.CPUs
+	}
+	if one.Output > 0 {
+		l.Output = one.Output
 	}
 	return l
 }

@@ -84,16 +84,17 @@ func (o Overrides) narrow(sb *Sandbox) error {
 		}
 	}
 	if o.Memory != "" {
-		n, err := ParseBytes(o.Memory)
+		l, err := ParseLimit("memory", o.Memory)
+		var le *LimitError
 		switch {
+		case errors.As(err, &le):
+			errs = append(errs, fmt.Errorf("%w: --memory %q: %s; fix: %s", ErrInvalidConfig, o.Memory, le.Problem, le.Fix))
 		case err != nil:
-			errs = append(errs, fmt.Errorf("%w: --memory %q: %w; fix: write it like 512MiB", ErrInvalidConfig, o.Memory, err))
-		case n <= 0:
-			errs = append(errs, fmt.Errorf("%w: --memory must be above 0", ErrInvalidConfig))
-		case sb.Limits.Memory > 0 && n > sb.Limits.Memory && derived:
+			errs = append(errs, err)
+		case sb.Limits.Memory > 0 && l.Memory > sb.Limits.Memory && derived:
 			errs = append(errs, fmt.Errorf("%w: --memory %s is above the derived sandbox's %s", ErrWidening, o.Memory, FormatBytes(sb.Limits.Memory)))
 		default:
-			sb.Limits.Memory = n
+			sb.Limits.Memory = l.Memory
 		}
 	}
 	if o.Pids < 0 {

@@ -36,10 +36,11 @@ func TestOverridesApply(t *testing.T) {
 		{"top: mount under /proc", top, Overrides{Mounts: []string{dir + ":/proc/x"}, Dir: dir}, ErrInvalidConfig, nil},
 		{"top: bad memory", top, Overrides{Memory: "lots"}, ErrInvalidConfig, nil},
 		{"top: negative pids", top, Overrides{Pids: -1}, ErrInvalidConfig, nil},
+		{"top: memory below the floor", top, Overrides{Memory: "10"}, ErrInvalidConfig, nil},
 		{"derived: readonly", derived, Overrides{Readonly: true}, nil, func(sb *Sandbox) bool { return sb.Readonly && sb.Mounts[0].Readonly }},
-		{"derived: lower limits", derived, Overrides{Timeout: time.Second, Memory: "1MiB", Pids: 5}, nil,
+		{"derived: lower limits", derived, Overrides{Timeout: time.Second, Memory: "8MiB", Pids: 5}, nil,
 			func(sb *Sandbox) bool {
-				return sb.Limits.Timeout == time.Second && sb.Limits.Memory == 1<<20 && sb.Limits.Pids == 5
+				return sb.Limits.Timeout == time.Second && sb.Limits.Memory == 8<<20 && sb.Limits.Pids == 5
 			}},
 		{"derived: network", derived, Overrides{Network: true}, ErrWidening, nil},
 		{"derived: mount", derived, Overrides{Mounts: []string{dir + ":/extra"}, Dir: dir}, ErrWidening, nil},

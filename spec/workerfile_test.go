@@ -28,12 +28,12 @@ sandbox:
   readonly: true
   zones: [{name: workspace, mode: ro}, {name: cache}]
   network: {allow: [PyPI.org]}
-  limits: {timeout: 5s, memory: 1MiB, pids: 3, file_size: 1k, cpus: 0.25, output: 2k}`,
+  limits: {timeout: 5s, memory: 8MiB, pids: 3, file_size: 1k, cpus: 0.25, output: 2k}`,
 			&Worker{Name: "def", Sandbox: &WorkerRequest{
 				Restrict: "lib", Readonly: true,
 				Zones:   []ZoneRequest{{Name: "workspace", Mode: ModeRO}, {Name: "cache"}},
 				Network: &Network{Enabled: true, Allow: []string{"pypi.org"}},
-				Limits:  Limits{Timeout: 5 * time.Second, Memory: 1 << 20, Pids: 3, FileSize: 1 << 10, CPUs: 0.25, Output: 2 << 10},
+				Limits:  Limits{Timeout: 5 * time.Second, Memory: 8 << 20, Pids: 3, FileSize: 1 << 10, CPUs: 0.25, Output: 2 << 10},
 			}}},
 		{"network false is explicit off", "sandbox: {network: false}", &Worker{Name: "def", Sandbox: &WorkerRequest{Network: &Network{}}}},
 		{"zones empty list", "sandbox: {zones: []}", &Worker{Name: "def", Sandbox: &WorkerRequest{Zones: []ZoneRequest{}}}},

@@ -139,3 +139,31 @@ func TestDoctorExitCode(t *testing.T) {
 		t.Fatalf("doctor of a build without libseccomp: %v %q; want exit 1 naming seccomp", err, stderr.String())
 	}
 }
+
+// TestLimitFlagsValidated: the limit flags go through the validator
+// cordon.yaml's limits use: --pids 0, --timeout 0s and --memory 10 exit 2
+// naming the flag, the problem and the fix, before anything runs, and the
+// same value in cordon.yaml is refused with the same problem.
+func TestLimitFlagsValidated(t *testing.T) {
+	ws := t.TempDir()
+	marker := filepath.Join(ws, "ran")
+	for _, tc := range []struct{ flag, value, key, problem string }{
+		{"--pids", "0", "pids", "must be above zero, not 0"},
+		{"--timeout", "0s", "timeout", `must be above zero, not "0s"`},
+		{"--memory", "10", "memory", "is below the smallest memory limit a sandbox can start with (6MiB)"},
+		{"--memory", "0", "memory", `must be above zero, not "0"`},
+	} {
+		r := runCLI(t, ws, "run", "--profile", "workspace", tc.flag, tc.value, "--", "touch", marker)
+		if r.code != exitConfig || !strings.Contains(r.stderr, tc.flag+" "+tc.value+": "+tc.problem) || !strings.Contains(r.stderr, "fix: ") {
+			t.Errorf("%s %s: exit %d %q; want 2 naming the flag, %q and the fix", tc.flag, tc.value, r.code, r.stderr, tc.problem)
+		}
+		if fileExists(marker) {
+			t.Fatalf("%s %s: the command ran", tc.flag, tc.value)
+		}
+		cfg := filepath.Join(t.TempDir(), "c.yaml")
+		writeFile(t, cfg, "sandbox:\n  root: "+ws+"\n  limits:\n    "+tc.key+": "+tc.value+"\n")
+		if r := runCLI(t, ws, "explain", "--config", cfg); r.code != exitConfig || !strings.Contains(r.stderr, "sandbox.limits."+tc.key+" (line 4): "+tc.problem) {
+			t.Errorf("%s: %s in cordon.yaml: exit %d %q; want the same problem", tc.key, tc.value, r.code, r.stderr)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/spec"
@@ -37,18 +36,18 @@ type overrideFlags struct {
 	mounts   multiFlag
 	network  bool
 	readonly bool
-	timeout  time.Duration
-	memory   string
-	pids     int64
+	// timeout, memory and pids are text: spec.ParseLimit reads them, as
+	// it reads cordon.yaml's limits, so --pids 0 is refused as pids: 0 is.
+	timeout, memory, pids string
 }
 
 func (f *overrideFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.mounts, "mount", "extra bind mount `SRC[:DST][:ro]` (repeatable)")
 	fs.BoolVar(&f.network, "network", false, "give the sandbox network access")
 	fs.BoolVar(&f.readonly, "readonly", false, "make the workspace and every mount read-only")
-	fs.DurationVar(&f.timeout, "timeout", 0, "kill the whole sandbox after `DURATION` (e.g. 30s)")
-	fs.StringVar(&f.memory, "memory", "", "memory limit, e.g. 512MiB")
-	fs.Int64Var(&f.pids, "pids", 0, "maximum number of processes")
+	fs.StringVar(&f.timeout, "timeout", "", "kill the whole sandbox after `DURATION` (e.g. 30s)")
+	fs.StringVar(&f.memory, "memory", "", "memory limit `SIZE`, e.g. 512MiB (at least 6MiB)")
+	fs.StringVar(&f.pids, "pids", "", "maximum number of processes `N`")
 }
 
 // loadBase resolves the base config: --config, then --profile, then a
@@ -78,11 +77,27 @@ func (f *sandboxFlags) loadBase() (*spec.Config, error) {
 	return spec.Profile("workspace", cwd)
 }
 
-// overrides returns the flags as the spec's overrides.
+// overrides returns the flags as the spec's overrides; every limit flag
+// given is checked by the validator cordon.yaml's limits use, and each
+// problem names the flag and the fix.
 func (f *overrideFlags) overrides() (spec.Overrides, error) {
 	cwd, err := os.Getwd()
-	return spec.Overrides{Mounts: f.mounts, Dir: cwd, Network: f.network, Readonly: f.readonly,
-		Timeout: f.timeout, Memory: f.memory, Pids: f.pids}, err
+	o := spec.Overrides{Mounts: f.mounts, Dir: cwd, Network: f.network, Readonly: f.readonly, Memory: f.memory}
+	errs := []error{err}
+	for _, fl := range []struct{ name, text string }{{"timeout", f.timeout}, {"memory", f.memory}, {"pids", f.pids}} {
+		if fl.text == "" {
+			continue
+		}
+		l, err := spec.ParseLimit(fl.name, fl.text)
+		var le *spec.LimitError
+		if errors.As(err, &le) {
+			errs = append(errs, fmt.Errorf("%w: --%s %s: %s; fix: %s, or leave the flag out for the config's limit",
+				spec.ErrInvalidConfig, fl.name, fl.text, le.Problem, le.Fix))
+			continue
+		}
+		o.Timeout, o.Pids = max(o.Timeout, l.Timeout), max(o.Pids, l.Pids)
+	}
+	return o, errors.Join(errs...)
 }
 
 // open builds the effective sandbox through the root package, which
