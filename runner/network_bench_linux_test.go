@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"slices"
@@ -98,6 +99,44 @@ func BenchmarkNetworkThroughput(b *testing.B) {
 				speed, _ = strconv.ParseFloat(strings.TrimSpace(out.String()), 64)
 			}
 			b.ReportMetric(speed*8/1e9, "Gbit/s")
+		})
+	}
+}
+
+// BenchmarkNetworkGitClone: git clones a 50 MB repository (one file of
+// random bytes) over HTTP from a test host, through the guard and with
+// network: true.
+func BenchmarkNetworkGitClone(b *testing.B) {
+	h := nettest.NewHost(b, "allowed.test")
+	r, err := runner.New(runner.Options{StateDir: b.TempDir(), Resolver: h.DNS})
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := make([]byte, 50<<20)
+	if _, err := rand.Read(data); err != nil {
+		b.Fatal(err)
+	}
+	h.ServeGit(b, map[string]string{"blob": string(data)})
+	for _, c := range []struct {
+		name string
+		net  spec.Network
+		url  string
+	}{
+		{"allow-list", spec.Network{Enabled: true, Allow: h.Allow("allowed.test")}, h.URL("http", "allowed.test")},
+		{"network=true", spec.Network{Enabled: true}, fmt.Sprintf("http://%s:%d/", h.Addr, h.HTTPPort)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			sb := benchSandbox(b)
+			sb.Network = c.net
+			i := 0
+			for b.Loop() {
+				i++
+				res, err := r.Run(context.Background(), runner.Request{Sandbox: sb, Stdout: io.Discard, Stderr: io.Discard,
+					Args: []string{"git", "clone", "-q", c.url + "git/repo.git", fmt.Sprintf("%s/clone%d", sb.Root, i)}})
+				if err != nil || res.FailureType != runner.FailureNone {
+					b.Fatalf("run: %+v, %v", res, err)
+				}
+			}
 		})
 	}
 }

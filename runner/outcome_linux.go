@@ -30,12 +30,14 @@ func (run *linuxRun) start() (Result, bool) {
 		run.io.abort()
 		return classifyStartError(run.res, err), false
 	}
+	run.ph.mark("init")
 	for _, s := range startedSteps {
 		if err := s.run(run); err != nil {
 			run.io.abort()
 			run.stop()
 			return run.setupFailed(fmt.Errorf("%s: %w", s.name, err)), false
 		}
+		run.ph.mark(s.name)
 	}
 	if err := c.Exec(); err != nil {
 		run.io.abort()
@@ -112,6 +114,7 @@ func (run *linuxRun) finish(o Outcome) Result {
 		// The sandbox is gone: every connection ends now and records
 		// its event.
 		run.guard.Close()
+		run.ph.mark("network_close")
 	}
 	res := Classify(run.res, o, initMessages, networkDenials(run.guardDenials()), PolicyDenials(run.table, run.eff))
 	res.OutputTruncated = cut

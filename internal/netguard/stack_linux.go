@@ -26,6 +26,11 @@ const MTU = 65520
 
 const nicID = 1
 
+// tcpBuffer is each TCP endpoint's send and receive buffer. Measured with
+// one 1 GiB stream through `cordon run` here: 1 MiB gave 4 Gbit/s with a
+// supervisor of 24 MB RSS; 8 MiB gave no more throughput and 33 MB.
+const tcpBuffer = 1 << 20
+
 // Guard is a running userspace stack over one sandbox's tun device.
 type Guard struct {
 	*policy
@@ -104,13 +109,13 @@ func (g *Guard) build() error {
 	})
 	sack := tcpip.TCPSACKEnabled(true)
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
-	// Buffers large enough for one stream over a 64 KiB MTU, and
-	// receive-buffer auto-tuning, as tun2socks sets them.
+	// Buffers large enough for one stream over a 64 KiB MTU (see
+	// tcpBuffer), and receive-buffer auto-tuning, as tun2socks sets them.
 	moderate := tcpip.TCPModerateReceiveBufferOption(true)
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &moderate)
-	rcv := tcpip.TCPReceiveBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: 1 << 20, Max: 8 << 20}
+	rcv := tcpip.TCPReceiveBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: tcpBuffer, Max: tcpBuffer}
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &rcv)
-	snd := tcpip.TCPSendBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: 1 << 20, Max: 8 << 20}
+	snd := tcpip.TCPSendBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: tcpBuffer, Max: tcpBuffer}
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &snd)
 	fwd := tcp.NewForwarder(s, 0, 1024, g.handleTCP)
 	s.SetTransportProtocolHandler(tcp.ProtocolNumber, fwd.HandlePacket)
