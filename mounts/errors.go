@@ -34,6 +34,9 @@ var (
 	// ErrTooMany means List stopped at MaxListResults matches or
 	// MaxListScanned scanned entries.
 	ErrTooMany = errors.New("too many entries")
+	// ErrBinary means Read was asked for a file that is not text (NUL
+	// bytes or invalid UTF-8): the file tools return text only.
+	ErrBinary = errors.New("not a text file")
 	// ErrInvalidSandbox means New was given a sandbox whose paths are not
 	// absolute and clean, or whose targets collide.
 	ErrInvalidSandbox = errors.New("invalid sandbox for a mount table")
@@ -151,6 +154,8 @@ func (e *PathError) Error() string {
 		fmt.Fprintf(&b, "too many levels of symbolic links (more than %d)", MaxSymlinks)
 	case ErrTooMany:
 		fmt.Fprintf(&b, "%s; use a narrower path or pattern", e.Rule)
+	case ErrBinary:
+		fmt.Fprintf(&b, "a binary file (%s), and read returns text only; inspect it with a command instead (file, xxd, strings, od)", e.Rule)
 	case ErrNotFile:
 		b.WriteString("not a regular file")
 		if e.Rule != "" {

@@ -243,9 +243,22 @@ func (t *Table) WritableRoots() []string {
 			out = append(out, e.Target)
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s (except %s)", e.Target, strings.Join(except, ", ")))
+		out = append(out, fmt.Sprintf("%s (except %s)", e.Target, shortList(except)))
 	}
 	return out
+}
+
+// maxListed is how many exceptions a message lists before it counts the
+// rest: a denial is read by a person or a model that must act on it, and
+// the default profile protects some twenty-five paths.
+const maxListed = 5
+
+// shortList joins list, naming at most maxListed and counting the rest.
+func shortList(list []string) string {
+	if len(list) <= maxListed {
+		return strings.Join(list, ", ")
+	}
+	return fmt.Sprintf("%s and %d more; cordon explain lists them", strings.Join(list[:maxListed], ", "), len(list)-maxListed)
 }
 
 // SyntheticDir returns the directory the sandbox makes up (one of

@@ -81,6 +81,9 @@ func (t *Table) Read(path string, maxChars int) (string, error) {
 	if err != nil {
 		return "", &PathError{Op: "read", Path: path, Err: err}
 	}
+	if why := binaryText(text); why != "" {
+		return "", &PathError{Op: "read", Path: path, Err: ErrBinary, Rule: why}
+	}
 	if cut {
 		text += fmt.Sprintf("\n[cordon: cut after %d characters; the file has %d bytes]", maxChars, size)
 	}
@@ -328,6 +331,19 @@ func readCut(r io.Reader, maxChars int) (string, bool, error) {
 		n++
 	}
 	return string(buf), false, nil
+}
+
+// binaryText says why text is not text ("an ELF executable or library",
+// "it holds NUL bytes"), or "" for text. As git does, a NUL byte is the
+// mark of a binary file; text in another encoding than UTF-8 is still text.
+func binaryText(text string) string {
+	switch {
+	case strings.HasPrefix(text, "\x7fELF"):
+		return "an ELF executable or library"
+	case strings.IndexByte(text, 0) >= 0:
+		return "it holds NUL bytes"
+	}
+	return ""
 }
 
 // toolError turns an error of the platform file code into a *PathError.

@@ -14,9 +14,11 @@
 // model knows what it may do before it tries. Every refusal is a tool error
 // (an IsError result, never a protocol failure) whose text is the sandbox's
 // typed error: it names the path, the rule and what IS allowed. shell
-// returns stdout and stderr (each cut at MaxOutputChars characters, saying
-// so), the exit code and the failure type; when the sandbox caused the
-// failure it appends what the sandbox allows.
+// returns stdout and stderr (each at most MaxOutputChars characters: the
+// head and the tail of a longer stream, the cut marked), the exit code and
+// the failure type; when the sandbox caused the failure and its detail
+// does not say what is allowed, it appends that. list_files is cut at
+// MaxOutputChars characters, and read refuses binary files.
 //
 // The server is a front end over the root package's sandbox value
 // (cordon.Sandbox): its project records each shell run (start and end)

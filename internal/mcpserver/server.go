@@ -152,7 +152,7 @@ func (s *Server) register() {
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name: "list_files",
 		Description: "List the paths under a directory inside the sandbox whose path relative to it matches a " +
-			"glob (* within one level, ** across levels). Denied paths are never listed.\n\n" + s.desc,
+			"glob (* within one level, ** across levels). Denied paths are never listed; a long listing is cut and the cut is marked.\n\n" + s.desc,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, s.list)
 	if s.shellOn {
@@ -195,12 +195,21 @@ func (s *Server) list(_ context.Context, _ *mcp.CallToolRequest, in ListInput) (
 		return nil, nil, err
 	}
 	var b strings.Builder
+	shown := 0
 	for _, p := range paths {
+		if b.Len()+len(p)+1 > MaxOutputChars {
+			break
+		}
 		b.WriteString(p)
 		b.WriteByte('\n')
+		shown++
 	}
 	if len(paths) == 0 {
 		b.WriteString("(no matches)\n")
+	}
+	if shown < len(paths) {
+		fmt.Fprintf(&b, "[cordon: listing cut after %d of %d paths (%d characters at most); narrow the path or the pattern]\n",
+			shown, len(paths), MaxOutputChars)
 	}
 	if err != nil {
 		fmt.Fprintf(&b, "[cordon: %v]\n", err)

@@ -57,7 +57,7 @@ func (s *Server) shellDescription() string {
 		"Commands of one connection run in one warm sandbox: files (the workspace, /tmp) persist between calls; " +
 		"environment variables, the working directory and background processes do not (everything a command " +
 		"started is killed when it ends). " +
-		fmt.Sprintf("Returns stdout and stderr (each cut at %d characters, and marked when cut), the exit code and the "+
+		fmt.Sprintf("Returns stdout and stderr (each at most %d characters: the head and the tail of a longer stream, with the cut marked), the exit code and the "+
 			"failure type: none, process_error (the command failed), sandbox_denied (the sandbox refused something; "+
 			"the result says what is allowed), timeout, oom or setup_error.\n\n", MaxOutputChars) + s.desc
 }
@@ -110,7 +110,9 @@ func (s *Server) shell(ctx context.Context, call *mcp.CallToolRequest, in ShellI
 		BlockedPath: res.BlockedPath, DurationMS: res.DurationMS,
 		Stdout: stdout.text("stdout"), Stderr: stderr.text("stderr"),
 	}
-	if res.FailureType == runner.FailureSandboxDenied {
+	if res.FailureType == runner.FailureSandboxDenied && !strings.Contains(res.FailureDetail, "writable: ") && !strings.Contains(res.FailureDetail, "readable: ") {
+		// A denial whose detail already says what IS allowed is not
+		// repeated: one list is enough to act on.
 		out.Allowed = s.allowed()
 	}
 	text := formatShell(out)
@@ -161,50 +163,85 @@ func formatShell(o ShellOutput) string {
 	return b.String()
 }
 
-// capture keeps the first bytes of a stream (enough for MaxOutputChars
-// characters) and counts the rest.
+// capture keeps the head and the tail of a stream (enough for
+// MaxOutputChars characters in all) and counts what it drops between: the
+// error at the end of a failed build matters as much as the start.
 type capture struct {
 	mu    sync.Mutex
-	buf   []byte
+	head  []byte
+	tail  []byte // a window of the last tailBytes bytes
 	total int64
 }
 
-// keepBytes is enough bytes for MaxOutputChars characters of UTF-8.
-const keepBytes = MaxOutputChars * utf8.UTFMax
+// headBytes and tailBytes are enough bytes for half of MaxOutputChars
+// characters of UTF-8 each.
+const (
+	headBytes = MaxOutputChars / 2 * utf8.UTFMax
+	tailBytes = MaxOutputChars / 2 * utf8.UTFMax
+)
 
 func newCapture() *capture { return &capture{} }
 
 func (c *capture) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.total += int64(len(p))
-	if room := keepBytes - len(c.buf); room > 0 {
-		if len(p) > room {
-			c.buf = append(c.buf, p[:room]...)
-		} else {
-			c.buf = append(c.buf, p...)
+	n := len(p)
+	c.total += int64(n)
+	if room := headBytes - len(c.head); room > 0 {
+		k := min(room, len(p))
+		c.head = append(c.head, p[:k]...)
+		p = p[k:]
+	}
+	if len(p) > 0 {
+		c.tail = append(c.tail, p...)
+		if len(c.tail) > tailBytes {
+			c.tail = append(c.tail[:0], c.tail[len(c.tail)-tailBytes:]...)
 		}
 	}
-	return len(p), nil
+	return n, nil
 }
 
-// text returns the stream cut at MaxOutputChars characters, with a line
-// that says so when it was cut.
+// text returns the stream whole when it has at most MaxOutputChars
+// characters; otherwise its first and last MaxOutputChars/2 characters
+// with a line between that says how much was cut.
 func (c *capture) text(name string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := string(c.buf)
+	headSrc, tailSrc := string(c.head), string(c.tail)
+	if int64(len(c.head)+len(c.tail)) == c.total {
+		// Nothing was dropped: the stream is whole.
+		all := headSrc + tailSrc
+		if utf8.RuneCountInString(all) <= MaxOutputChars {
+			return all
+		}
+		headSrc, tailSrc = all, all
+	}
+	half := MaxOutputChars / 2
+	head, tail := firstChars(headSrc, half), lastChars(tailSrc, half)
+	cut := c.total - int64(len(head)) - int64(len(tail))
+	return head + fmt.Sprintf("\n[cordon: %s: %d bytes cut from the middle; the first and the last %d characters are kept]\n", name, cut, half) + tail
+}
+
+// firstChars is the first n characters of s.
+func firstChars(s string, n int) string {
 	chars := 0
 	for i := range s {
-		if chars == MaxOutputChars {
-			return s[:i] + fmt.Sprintf("\n[cordon: %s cut at %d characters; it had %d bytes]\n", name, MaxOutputChars, c.total)
+		if chars == n {
+			return s[:i]
 		}
 		chars++
 	}
-	if int64(len(c.buf)) < c.total {
-		return s + fmt.Sprintf("\n[cordon: %s cut at %d characters; it had %d bytes]\n", name, MaxOutputChars, c.total)
-	}
 	return s
+}
+
+// lastChars is the last n characters of s, starting at a character.
+func lastChars(s string, n int) string {
+	i := len(s)
+	for chars := 0; chars < n && i > 0; chars++ {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
+	}
+	return s[i:]
 }
 
 // runShell runs one shell command in the connection's warm session, or

