@@ -2,7 +2,8 @@
 # Installs what cordon's build and tests need, where it is missing: a C
 # toolchain and libseccomp headers for runc's seccomp support, and the peers
 # the benchmarks compare against (bubblewrap, runc), and the cgroup v2 VM
-# lane's qemu and static busybox (hack/vm; its kernel is fetched there).
+# lane's qemu, static busybox, systemd and D-Bus (hack/vm; its kernel is
+# fetched there).
 set -Eeuo pipefail
 
 need=()
@@ -14,6 +15,9 @@ command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
+# The VM runs a user's systemd and D-Bus (copied from this machine).
+[ -x /lib/systemd/systemd ] && command -v busctl >/dev/null 2>&1 || need+=(systemd)
+command -v dbus-daemon >/dev/null 2>&1 || need+=(dbus-daemon)
 # A static busybox: the VM's initramfs has no libraries for it.
 { command -v busybox >/dev/null 2>&1 && ! ldd "$(command -v busybox)" >/dev/null 2>&1; } || need+=(busybox-static)
 

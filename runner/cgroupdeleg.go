@@ -14,16 +14,25 @@ type delegation struct {
 	Base string
 	// Controllers are the controllers Base offers (cgroup.controllers).
 	Controllers []string
+	// Systemd: Base is the cgroup of the user's systemd, which creates a
+	// delegated scope per run when asked over the user's D-Bus; otherwise
+	// Base is a cgroup the user owns and cordon creates runs' cgroups in.
+	Systemd bool
 	// Problem says why there is no delegated cgroup, when Base is "".
 	Problem string
 }
+
+// systemdScopeSlice is the slice of the user's systemd that runs' scopes go
+// in: cordon-<id>.scope in user.slice.
+const systemdScopeSlice = "user.slice"
 
 // rootlessCgroup probes this host's delegation; a variable for tests.
 var rootlessCgroup = probeDelegation
 
 // delegationFix is the way out of a refusal of rootless limits.
-const delegationFix = "to enforce them rootless, run cordon in a cgroup v2 subtree delegated to you: " +
-	"`systemd-run --user --scope -p Delegate=yes cordon ...` with systemd, or one root made, gave the " +
+const delegationFix = "to enforce them rootless, let cordon reach your systemd, which it asks for a delegated scope " +
+	"(a login sets XDG_RUNTIME_DIR, and the bus is $XDG_RUNTIME_DIR/bus), or start cordon in a cgroup v2 subtree " +
+	"delegated to you: `systemd-run --user --scope -p Delegate=yes cordon ...`, or one root made, gave the " +
 	"controllers and chowned to you, as systemd does for user@.service; or run as root"
 
 // limitControllers are the cgroup controllers the limits of sb need.
@@ -69,9 +78,11 @@ func (d delegation) enforces(want []string) (bool, string) {
 	return true, ""
 }
 
-// rootlessCgroupsPath is the cgroup a rootless run id of sb is put in:
-// a child of the delegated cgroup when sb sets limits that it can enforce,
-// else "" (no cgroup: libcontainer leaves the run in cordon's own).
+// rootlessCgroupsPath is the cgroup a rootless run id of sb is put in when
+// sb sets limits the delegation can enforce: the systemd scope
+// "user.slice:cordon:<id>" (libcontainer's slice:prefix:name form), or a
+// child of the delegated cgroup; else "" (no cgroup: libcontainer leaves
+// the run in cordon's own).
 func rootlessCgroupsPath(sb *spec.Sandbox, id string) string {
 	want := limitControllers(sb)
 	if len(want) == 0 {
@@ -81,5 +92,8 @@ func rootlessCgroupsPath(sb *spec.Sandbox, id string) string {
 	if ok, _ := d.enforces(want); !ok {
 		return ""
 	}
-	return strings.TrimSuffix(d.Base, "/") + "/cordon-" + id
+	if d.Systemd {
+		return systemdScopeSlice + ":cordon:" + strings.TrimPrefix(id, "cordon-")
+	}
+	return strings.TrimSuffix(d.Base, "/") + "/" + id
 }

@@ -13,7 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Rootless limits through cgroup v2 delegation. A user who owns the cgroup
+// Rootless limits through cgroup v2 delegation, without systemd (for the
+// user's systemd, see cgroupsystemd_linux.go). A user who owns the cgroup
 // cordon runs in (systemd-run --user --scope -p Delegate=yes makes one; so
 // does root with mkdir and chown, as systemd does for user@.service) can
 // create child cgroups there and set their limits. cordon then puts each
@@ -28,10 +29,15 @@ const leafCgroup = "leaf"
 // cgroupRoot is where the unified hierarchy is mounted.
 const cgroupRoot = "/sys/fs/cgroup"
 
-// probeDelegation reads what this process's cgroup offers a rootless run.
+// probeDelegation reads what this host offers a rootless run: the user's
+// systemd, when it answers on the user's D-Bus, else this process's cgroup
+// when the user owns it.
 func probeDelegation() delegation {
 	if !cgroups.IsCgroup2UnifiedMode() {
 		return delegation{Problem: "cgroup v1 has no delegation to unprivileged users, so rootless runs have no cgroup to enforce them"}
+	}
+	if d, ok := probeSystemdUser(); ok {
+		return d
 	}
 	own, err := ownCgroup()
 	if err != nil {
@@ -42,7 +48,7 @@ func probeDelegation() delegation {
 		base = filepath.Dir(own)
 	}
 	if base == "/" || !ownedCgroup(base) {
-		return delegation{Problem: fmt.Sprintf("this process's cgroup %s is not delegated to uid %d", own, os.Geteuid())}
+		return delegation{Problem: fmt.Sprintf("this process's cgroup %s is not delegated to uid %d, and no systemd answers on the user's D-Bus", own, os.Geteuid())}
 	}
 	data, err := os.ReadFile(filepath.Join(cgroupRoot, base, "cgroup.controllers"))
 	if err != nil {

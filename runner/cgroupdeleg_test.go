@@ -25,6 +25,8 @@ func withDelegation(t *testing.T, d delegation) {
 // out, and the run gets no cgroup path.
 func TestRootlessLimitsDelegation(t *testing.T) {
 	full := delegation{Base: "/user.slice/user-4242", Controllers: []string{"cpu", "memory", "pids"}}
+	sd := delegation{Base: "/user.slice/user-1000.slice/user@1000.service", Controllers: []string{"cpu", "memory", "pids"}, Systemd: true}
+	sdPids := delegation{Base: "/user.slice/user-1000.slice/user@1000.service", Controllers: []string{"pids"}, Systemd: true}
 	pidsOnly := delegation{Base: "/user.slice/user-4242", Controllers: []string{"pids"}}
 	sb := func(l spec.Limits) *spec.Sandbox {
 		return &spec.Sandbox{Root: "/w", System: spec.System{Kind: spec.SystemHost}, RequireOSSandbox: true, Limits: l}
@@ -39,6 +41,8 @@ func TestRootlessLimitsDelegation(t *testing.T) {
 	}{
 		{"delegated: all enforced", full, all, "/user.slice/user-4242/cordon-r1", nil},
 		{"delegated, no limits: no cgroup", full, spec.Limits{Timeout: 5e9}, "", nil},
+		{"systemd: a scope per run", sd, all, "user.slice:cordon:r1", nil},
+		{"systemd without the memory controller", sdPids, spec.Limits{Memory: 1 << 20}, "", []string{"lacks the memory controller"}},
 		{"controllers missing", pidsOnly, all, "", []string{"limits memory, pids, cpus", "lacks the memory, cpu controller", "Delegate=memory pids cpu"}},
 		{"only the delegated controller", pidsOnly, spec.Limits{Pids: 10}, "/user.slice/user-4242/cordon-r1", nil},
 		{"no delegation", noDelegation, spec.Limits{Memory: 64 << 20}, "", []string{"no cgroup to enforce them", "systemd-run --user --scope -p Delegate=yes", "or run as root"}},
@@ -47,7 +51,7 @@ func TestRootlessLimitsDelegation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			withDelegation(t, tt.d)
 			s := sb(tt.limits)
-			if got := rootlessCgroupsPath(s, "r1"); got != tt.path {
+			if got := rootlessCgroupsPath(s, "cordon-r1"); got != tt.path {
 				t.Errorf("cgroups path %q, want %q", got, tt.path)
 			}
 			err := Enforce(BackendRootless, s).Err()

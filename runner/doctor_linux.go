@@ -83,6 +83,9 @@ func rootlessLimitsCap(d delegation) Capability {
 	want := []string{"memory", "pids", "cpu"}
 	ok, why := d.enforces(want)
 	switch {
+	case ok && d.Systemd:
+		return Capability{"rootless limits", true, "the user's systemd (cgroup " + d.Base + ", controllers: " + strings.Join(d.Controllers, " ") +
+			") answers on the user's D-Bus: memory, pids and cpus limits are enforced in a delegated scope " + systemdScopeSlice + "/cordon-<id>.scope it creates per run", false}
 	case ok:
 		return Capability{"rootless limits", true, "delegated cgroup " + d.Base + " (controllers: " + strings.Join(d.Controllers, " ") +
 			"): memory, pids and cpus limits are enforced in a child cgroup per run; its processes move into " + d.Base + "/" + leafCgroup + " when the controllers are first enabled", false}

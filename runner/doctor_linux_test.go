@@ -17,6 +17,7 @@ func TestRootlessLimitsCap(t *testing.T) {
 		{delegation{Base: "/a/b", Controllers: []string{"pids"}}, false, "partly: the delegated cgroup /a/b lacks the memory, cpu controller"},
 		{delegation{Base: "/a/b", Controllers: []string{"io"}}, false, "systemd-run --user --scope"},
 		{noDelegation, false, "systemd-run --user --scope -p Delegate=yes"},
+		{delegation{Base: "/u/user@1000.service", Controllers: []string{"cpu", "memory", "pids"}, Systemd: true}, true, "the user's systemd (cgroup /u/user@1000.service"},
 	}
 	for _, tt := range tests {
 		c := rootlessLimitsCap(tt.d)

@@ -99,6 +99,8 @@ type linuxRun struct {
 	io               *stdio
 	// stdout and stderr cap the command's output; tail keeps the end of
 	// its stderr for classification.
+	// events, when set, watched the run's cgroup counters while it ran.
+	events         *eventWatch
 	stdout, stderr *CappedWriter
 	tail           *TailBuffer
 	// guard enforces the network allow list, when there is one.

@@ -48,6 +48,7 @@ var setupSteps = []setupStep{
 // split. A device or socket that must be moved into the sandbox before the
 // command starts (a tun device and its network stack) goes here.
 var startedSteps = []setupStep{
+	{"cgroup events", (*linuxRun).watchEvents},
 	{"network", (*linuxRun).network},
 }
 
@@ -124,18 +125,40 @@ func (run *linuxRun) beginState() error {
 
 // delegatedCgroup readies the user's delegated cgroup for a rootless run
 // with limits (see prepareDelegated); the run's own cgroup, a child of it,
-// is libcontainer's to create and remove.
+// is libcontainer's to create and remove. A scope from the user's systemd
+// needs nothing here: systemd delegates it.
 func (run *linuxRun) delegatedCgroup() error {
 	p := ""
 	if run.oci.Linux != nil {
 		p = run.oci.Linux.CgroupsPath
 	}
-	if !run.r.rootless || p == "" {
+	if !run.r.rootless || p == "" || isSystemdCgroupsPath(p) {
 		return nil
 	}
 	if err := prepareDelegated(filepath.Dir(p), limitControllers(run.eff)); err != nil {
 		return fmt.Errorf("%w: %w; %s", ErrUnenforceable, err, delegationFix)
 	}
+	return nil
+}
+
+// watchEvents watches a rootless run's systemd scope for OOM kills and
+// refused forks while the run is live (see eventWatch): its cgroup may be
+// gone when the run ends.
+func (run *linuxRun) watchEvents() error {
+	l := run.eff.Limits
+	if !run.r.rootless || (l.Memory <= 0 && l.Pids <= 0) || run.oci.Linux == nil || !isSystemdCgroupsPath(run.oci.Linux.CgroupsPath) {
+		return nil
+	}
+	st, err := run.container.State()
+	if err != nil {
+		return fmt.Errorf("container state: %w", err)
+	}
+	w, err := watchEvents(st.CgroupPaths[""], l.Memory > 0, l.Pids > 0)
+	if err != nil {
+		return err
+	}
+	run.events = w
+	run.onEnd(w.Stop)
 	return nil
 }
 
@@ -163,6 +186,9 @@ func (run *linuxRun) libcontainerConfig() error {
 		NoNewKeyring:    false, // a fresh session keyring, not cordon's
 		RootlessEUID:    run.r.rootless,
 		RootlessCgroups: run.r.rootless,
+		// A rootless run's scope from the user's systemd (see
+		// rootlessCgroupsPath): libcontainer asks for it over D-Bus.
+		UseSystemdCgroup: run.r.rootless && run.oci.Linux != nil && isSystemdCgroupsPath(run.oci.Linux.CgroupsPath),
 	})
 	if err != nil {
 		return fmt.Errorf("libcontainer config: %w", err)

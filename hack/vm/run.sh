@@ -15,14 +15,14 @@ cd "$(dirname "$0")/../.."
 bin=${1:-bin/cordon}
 dir=${VM_DIR:-bin/vm}
 limit=${VM_TIMEOUT:-480}
-# The cases vm-tests.sh runs: six as root, six and doctor as uid 4242, the
-# refusal, its leftover check and doctor as uid 4243. Fewer PASS lines than
-# this fails the lane.
-want=16
+# The cases vm-tests.sh runs: six as root, six and doctor as uid 4242 and
+# again as uid 4244, the refusal, its leftover check and doctor as uid 4243.
+# Fewer PASS lines than this fails the lane.
+want=23
 
-for tool in qemu-system-x86_64 busybox setpriv; do
+for tool in qemu-system-x86_64 busybox setpriv dbus-daemon busctl /lib/systemd/systemd; do
   command -v "$tool" >/dev/null 2>&1 || {
-    echo "hack/vm/run.sh: $tool is missing; fix: make deps (apt-get install qemu-system-x86 busybox-static util-linux)" >&2
+    echo "hack/vm/run.sh: $tool is missing; fix: make deps (apt-get install qemu-system-x86 busybox-static util-linux systemd dbus-daemon)" >&2
     exit 1
   }
 done
@@ -50,6 +50,14 @@ ldd "$stage/bin/busybox" >/dev/null 2>&1 && {
 copy_with_libs "$bin" /bin/cordon
 # Not in /bin: busybox --install would replace it with its own applet.
 copy_with_libs "$(command -v setpriv)" /usr/bin/setpriv
+# The user's systemd and D-Bus, for uid 4244: the binaries, the user units
+# (dbus.socket starts the bus) and the bus's configuration.
+copy_with_libs /lib/systemd/systemd /lib/systemd/systemd
+copy_with_libs "$(command -v dbus-daemon)" /usr/bin/dbus-daemon
+copy_with_libs "$(command -v busctl)" /usr/bin/busctl
+mkdir -p "$stage/usr/lib/systemd" "$stage/usr/share/dbus-1"
+cp -a /usr/lib/systemd/user "$stage/usr/lib/systemd/"
+cp -a /usr/share/dbus-1/session.conf "$stage/usr/share/dbus-1/"
 install -m 755 hack/vm/init "$stage/init"
 install -m 755 hack/vm/vm-tests.sh "$stage/vm-tests.sh"
 initrd="$dir/initramfs.cpio.gz"

@@ -1,10 +1,12 @@
 #!/bin/sh
 # The VM lane's cases, run by hack/vm/init inside a cgroup v2 VM as root. Each
-# case runs as root, then as uid 4242 in a cgroup delegated the way systemd
+# case runs as root; as uid 4242 in a cgroup delegated the way systemd
 # delegates user@.service (root creates user.slice/user-4242 with the
-# controllers enabled and chowns it), then the refusal of limits to a user
-# with no delegation (uid 4243). It prints "PASS name" or "FAIL name: why"
-# per case; hack/vm/run.sh counts them.
+# controllers enabled and chowns it), with no systemd; as uid 4244 from a
+# root-owned cgroup, with its own systemd (systemd --user in the
+# delegated user.slice/user-4244, as user@4244.service) on its D-Bus; then
+# the refusal of limits to a user with neither (uid 4243). It prints
+# "PASS name" or "FAIL name: why" per case; hack/vm/run.sh counts them.
 ok() { echo "PASS $1"; }
 bad() { echo "FAIL $1: $2"; }
 
@@ -21,8 +23,11 @@ as() {
   shift
   case $who in
     root) (cd /root/ws && env HOME=/root "$@") ;;
-    *) (cd /home/$who/ws && /usr/bin/setpriv --reuid="$who" --regid="$who" --clear-groups --inh-caps=-all \
-      env -i HOME=/home/$who TMPDIR=/home/$who/tmp PATH=/bin:/usr/bin "$@") ;;
+    *)
+      xdg=""
+      [ -d /run/user/$who ] && xdg=XDG_RUNTIME_DIR=/run/user/$who
+      (cd /home/$who/ws && /usr/bin/setpriv --reuid="$who" --regid="$who" --clear-groups --inh-caps=-all \
+        env -i HOME=/home/$who TMPDIR=/home/$who/tmp PATH=/bin:/usr/bin $xdg "$@") ;;
   esac
 }
 
@@ -51,7 +56,13 @@ expect() {
 }
 
 # runcg WHO: the cgroup directory a run of WHO lives in (parent of cordon-*).
-runcg() { if [ "$1" = root ]; then echo $cg/cordon; else echo $deleg; fi; }
+runcg() {
+  case $1 in
+    root) echo $cg/cordon ;;
+    4244) echo $cg/user.slice/user-4244/user.slice ;; # systemd's cordon-<id>.scope
+    *) echo $deleg ;;
+  esac
+}
 
 case_run() {
   crun "$1" run --timeout 60s -- sh -c 'echo hello-from-the-sandbox; id -u'
@@ -107,7 +118,11 @@ case_timeout() {
 case_leftovers() {
   left=""
   for d in "$(runcg "$1")"/cordon-*; do [ -d "$d" ] && left="$left cgroup:$d"; done
-  if [ "$1" = root ]; then st=/run/cordon; else st=/home/$1/tmp/cordon-$1; fi
+  case $1 in
+    root) st=/run/cordon ;;
+    4244) st=/run/user/4244/cordon ;;
+    *) st=/home/$1/tmp/cordon-$1 ;;
+  esac
   for d in "$st"/runs/* "$st"/lc/*; do [ -e "$d" ] && left="$left state:$d"; done
   for p in /proc/[0-9]*; do
     c=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)
@@ -150,9 +165,13 @@ case_coldstart() {
 
 setup() {
   mkdir -p /etc /root/ws
-  printf 'root:x:0:0:root:/root:/bin/sh\nu4242:x:4242:4242::/home/4242:/bin/sh\nu4243:x:4243:4243::/home/4243:/bin/sh\n' >/etc/passwd
-  printf 'root:x:0:\nu4242:x:4242:\nu4243:x:4243:\n' >/etc/group
-  for u in 4242 4243; do
+  : >/etc/passwd
+  : >/etc/group
+  echo 'root:x:0:0:root:/root:/bin/sh' >>/etc/passwd
+  echo 'root:x:0:' >>/etc/group
+  for u in 4242 4243 4244; do
+    echo "u$u:x:$u:$u::/home/$u:/bin/sh" >>/etc/passwd
+    echo "u$u:x:$u:" >>/etc/group
     mkdir -p /home/$u/ws /home/$u/tmp
     chown -R $u:$u /home/$u
   done
@@ -164,6 +183,34 @@ setup() {
   mkdir -p $cg/user.slice/user-4243
 }
 
+# start_systemd UID: what logind and user@UID.service do: a runtime
+# directory, a delegated cgroup, and the user's systemd in it, which starts
+# the user's D-Bus (dbus.socket). It returns once systemd answers there.
+# /run/systemd/system tells systemd the machine runs systemd (this VM's
+# init is a shell).
+start_systemd() {
+  u=$1 d=$cg/user.slice/user-$1
+  mkdir -p /run/systemd/system /run/user/$u /var/lib/dbus
+  [ -s /etc/machine-id ] || echo 6f1e0c0a8e6b4c3d9a2b1c0d9e8f7a6b >/etc/machine-id
+  cp /etc/machine-id /var/lib/dbus/machine-id
+  chown $u:$u /run/user/$u
+  chmod 700 /run/user/$u
+  mkdir -p $d
+  chown $u:$u $d $d/cgroup.procs $d/cgroup.subtree_control $d/cgroup.threads
+  # shellcheck disable=SC2016
+  sh -c 'echo $$ >"$0/cgroup.procs" && exec /usr/bin/setpriv --reuid="$1" --regid="$1" --clear-groups --inh-caps=-all \
+    env -i HOME=/home/$1 XDG_RUNTIME_DIR=/run/user/$1 PATH=/bin:/usr/bin /lib/systemd/systemd --user' \
+    "$d" "$u" >/tmp/systemd.$u.log 2>&1 &
+  i=0
+  while [ $i -lt 600 ]; do
+    as "$u" busctl --user call org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.DBus.Peer Ping >/dev/null 2>&1 && return 0
+    i=$((i + 1))
+    sleep 0.1
+  done
+  echo "the systemd of uid $u did not answer on its D-Bus: $(tail -n 5 /tmp/systemd.$u.log | tr '\n' ' ')"
+  return 1
+}
+
 # With "cases WHO", run every case as WHO (this process must already be in
 # the cgroup WHO's runs start from); the header above is shared.
 if [ "$1" = refusal ]; then
@@ -173,7 +220,10 @@ if [ "$1" = refusal ]; then
 fi
 if [ "$1" = cases ]; then
   for c in run memory pids cpu timeout leftovers; do case_$c "$2"; done
-  [ "$2" = root ] || case_doctor "$2" ok "delegated cgroup /user.slice/user-$2"
+  case $2 in
+    4242) case_doctor "$2" ok "delegated cgroup /user.slice/user-$2" ;;
+    4244) case_doctor "$2" ok "the user's systemd (cgroup /user.slice/user-$2" ;;
+  esac
   exit 0
 fi
 
@@ -184,6 +234,16 @@ sh "$0" cases root
 echo "== as uid 4242, from the cgroup delegated to it ($deleg)"
 # shellcheck disable=SC2016
 sh -c 'echo $$ >"$1/cgroup.procs" && exec sh "$0" cases 4242' "$0" "$deleg"
+echo "== as uid 4244, from a cgroup it does not own, with its systemd on its D-Bus"
+# The caller sits in a root-owned cgroup inside the user's systemd tree. (A
+# login shell sits in logind's session scope outside it, and the user's
+# systemd asks PID 1 to move the run's init into its scope; this VM has no
+# systemd as PID 1, so the caller is where the user's systemd can move it.)
+if start_systemd 4244; then
+  mkdir -p $cg/user.slice/user-4244/vm-cases
+  # shellcheck disable=SC2016
+  sh -c 'echo $$ >"$1/cgroup.procs" && exec sh "$0" cases 4244' "$0" "$cg/user.slice/user-4244/vm-cases"
+fi
 echo "== as uid 4243, with no delegated cgroup"
 # shellcheck disable=SC2016
 sh -c 'echo $$ >"$1/cgroup.procs" && exec sh "$0" refusal 4243' "$0" "$cg/user.slice/user-4243"
