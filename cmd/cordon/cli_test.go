@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cordon-run/cordon/internal/testenv"
 )
 
 // TestInitWritesStarterConfig: `cordon init` is a user command (never
@@ -165,5 +167,43 @@ func TestLimitFlagsValidated(t *testing.T) {
 		if r := runCLI(t, ws, "explain", "--config", cfg); r.code != exitConfig || !strings.Contains(r.stderr, "sandbox.limits."+tc.key+" (line 4): "+tc.problem) {
 			t.Errorf("%s: %s in cordon.yaml: exit %d %q; want the same problem", tc.key, tc.value, r.code, r.stderr)
 		}
+	}
+}
+
+// TestReadmePythonHelper runs the README's Python helper as printed: with
+// a worker whose timeout is lower than any fixed --timeout, a run must
+// still go through (the helper passes --timeout only when asked).
+func TestReadmePythonHelper(t *testing.T) {
+	testenv.RequireSandbox(t)
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "```python\n")
+	block, _, _ = strings.Cut(block, "\nout, err, r = ")
+	if !ok || !strings.Contains(block, "def sandboxed(") {
+		t.Fatal("the README has no Python helper")
+	}
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "cordon.yaml"), "sandbox:\n  root: .\n  limits: {timeout: 1m}\n")
+	writeFile(t, filepath.Join(ws, "agents", "quick.worker.yaml"), "sandbox:\n  limits: {timeout: 5s}\n")
+	script := block + `
+out, err, r = sandboxed(["sh", "-c", "echo hi"], worker="agents/quick.worker.yaml")
+print(r["failure_type"], r["exit_code"], out.strip(), err.strip())
+`
+	t.Setenv("CORDON_TRUST_FILE", filepath.Join(t.TempDir(), "trusted"))
+	if r := runCLI(t, ws, "trust"); r.code != 0 {
+		t.Fatalf("trust the test config: %q", r.stderr)
+	}
+	cmd := exec.Command(python, "-c", script)
+	cmd.Dir = ws
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(cordonBin)+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.HasPrefix(strings.TrimSpace(string(out)), "none 0 hi") {
+		t.Fatalf("the README's helper with a 5s worker: %v %q", err, out)
 	}
 }
