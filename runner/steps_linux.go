@@ -97,6 +97,13 @@ func (run *linuxRun) plan() error {
 	if err != nil {
 		return err
 	}
+	if r.rootless && ro.CgroupsPath == "" && len(limitControllers(enf.Sandbox)) > 0 {
+		// The table let limits through that no cgroup of this run holds
+		// (the delegation changed between two looks): refuse rather than
+		// hand libcontainer limits it would not enforce.
+		return fmt.Errorf("%w: limits %s: no delegated cgroup for this run; %s",
+			ErrUnenforceable, strings.Join(limitControllers(enf.Sandbox), ", "), delegationFix)
+	}
 	for _, m := range run.res.Unenforced {
 		run.warn("WARNING: not enforced: %s", m)
 	}
