@@ -25,7 +25,7 @@ var (
 // are relative to the file's folder. Every problem is reported at once: the
 // error joins one *FieldError per problem and matches ErrInvalidConfig.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readRegular(path, false)
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot read %s: %w", ErrInvalidConfig, path, err)
 	}

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // ErrUntrusted is matched by the error for a discovered project config that
@@ -38,7 +40,7 @@ func TrustStorePath() string {
 
 // configDigest is the sha256 of a config file's content.
 func configDigest(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	data, err := readRegular(path, false)
 	if err != nil {
 		return "", err
 	}
@@ -57,14 +59,13 @@ func Trusted(path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	f, err := os.Open(TrustStorePath())
+	data, err := readRegular(TrustStorePath(), true)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	} else if err != nil {
-		return false, err
+		return false, fmt.Errorf("trust store: %w", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		d, p, ok := strings.Cut(sc.Text(), "\t")
 		if ok && d == digest && p == abs {
@@ -94,11 +95,16 @@ func Trust(path string) error {
 	if err := os.MkdirAll(filepath.Dir(store), 0o700); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(store, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	// Never through a link or into a FIFO: the store's folder may lie in a
+	// directory some sandbox could write.
+	f, err := os.OpenFile(store, os.O_CREATE|os.O_APPEND|os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
-		return err
+		return fmt.Errorf("trust store %s: %w (it must be a regular file, not a link)", store, err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("trust store %s is not a regular file; remove it", store)
+	}
 	_, err = fmt.Fprintf(f, "%s\t%s\n", digest, abs)
 	return err
 }
@@ -250,7 +256,7 @@ func Revoke(path string) (int, error) {
 
 // readTrustStore returns the store's lines; none when it does not exist.
 func readTrustStore() ([]string, error) {
-	data, err := os.ReadFile(TrustStorePath())
+	data, err := readRegular(TrustStorePath(), true)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -57,5 +58,59 @@ func TestDiscoverTrusted(t *testing.T) {
 	GuardTrustStore(sb)
 	if !slices.Contains(sb.Deny, TrustStorePath()) {
 		t.Fatalf("trust store not denied: %v", sb.Deny)
+	}
+}
+
+// TestTrustStoreNeverThroughALink: the trust store is appended to only as a
+// regular file: a link or FIFO at its path (planted where a sandbox could
+// write) is refused and its target untouched, and the append never blocks.
+func TestTrustStoreNeverThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, ProjectConfigName)
+	if err := os.WriteFile(cfg, []byte("sandbox:\n  root: .\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(t.TempDir(), "trusted")
+	t.Setenv("CORDON_TRUST_FILE", store)
+	if err := os.Symlink(victim, store); err != nil {
+		t.Fatal(err)
+	}
+	if err := Trust(cfg); err == nil {
+		t.Fatal("trusted through a link")
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Fatalf("victim is now %q", b)
+	}
+	fifo := filepath.Join(t.TempDir(), "trusted")
+	t.Setenv("CORDON_TRUST_FILE", fifo)
+	if err := syscallMkfifo(fifo); err != nil {
+		t.Fatal(err)
+	}
+	if err := Trust(cfg); err == nil {
+		t.Fatal("trusted into a FIFO")
+	}
+}
+
+// TestPlantedFIFOConfigNeverBlocks: a FIFO planted as cordon.yaml (or as a
+// worker file) makes discovery and loading fail with a reason, never hang.
+func TestPlantedFIFOConfigNeverBlocks(t *testing.T) {
+	t.Setenv("CORDON_TRUST_FILE", filepath.Join(t.TempDir(), "trusted"))
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, ProjectConfigName)
+	if err := syscallMkfifo(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := DiscoverTrusted(dir); p != "" {
+		t.Errorf("a FIFO config was discovered: %s", p)
+	}
+	if _, err := Load(cfg); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("Load: %v", err)
+	}
+	if _, err := LoadWorker(cfg); err == nil {
+		t.Error("LoadWorker read a FIFO")
 	}
 }

@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -18,7 +17,7 @@ var (
 // LoadWorker reads a *.worker.yaml file. The worker's name defaults to the
 // file's base name without ".worker.yaml" (or ".yaml").
 func LoadWorker(path string) (*Worker, error) {
-	data, err := os.ReadFile(path)
+	data, err := readRegular(path, false)
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot read worker file %s: %w", ErrInvalidConfig, path, err)
 	}

@@ -6,7 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/cordon-run/cordon/internal/hostfile"
 )
 
 func init() {
@@ -59,11 +60,13 @@ func initMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "cordon init: %v\n", err)
 		return exitConfig
 	}
-	mode := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	// O_EXCL never follows a link; --force opens as cordon opens every
+	// file it writes for its caller (a link a sandbox could have planted,
+	// a FIFO or a hard link at cordon.yaml is refused, never followed).
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if *force {
-		mode = os.O_WRONLY | os.O_CREATE | os.O_TRUNC | syscall.O_NOFOLLOW
+		f, err = hostfile.Open(path, false, 0o644)
 	}
-	f, err := os.OpenFile(path, mode, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		fmt.Fprintf(os.Stderr, "cordon init: %s exists; fix: edit it, or cordon init --force to replace it\n", path)
 		return exitConfig

@@ -203,3 +203,28 @@ func TestExecReportSafeAndAlwaysWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestInitForceNeverThroughALink: cordon init --force replaces cordon.yaml
+// as cordon writes every host file: a link an earlier run planted there is
+// refused and its target untouched; a FIFO never blocks it.
+func TestInitForceNeverThroughALink(t *testing.T) {
+	ws := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	writeFile(t, victim, "keep")
+	if err := os.Symlink(victim, filepath.Join(ws, "cordon.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if r := runGuarded(t, ws, "init", "--force"); r.code == 0 {
+		t.Errorf("init --force wrote through a link: %+v", r)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Fatalf("the victim was overwritten: %q", b)
+	}
+	ws = t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(ws, "cordon.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := runGuarded(t, ws, "init", "--force"); r.code == 0 {
+		t.Errorf("init --force wrote into a FIFO: %+v", r)
+	}
+}
