@@ -133,3 +133,28 @@ func TestIntegrationSessionLimitsTyped(t *testing.T) {
 		t.Fatalf("after the limits: %+v", out.res)
 	}
 }
+
+// TestIntegrationDoctorSeal: doctor claims the overlay seal of
+// /proc/self/exe only as root; rootless, libcontainer falls back to the
+// memfd copy and doctor says so. Seccomp is marked required.
+func TestIntegrationDoctorSeal(t *testing.T) {
+	caps := runner.Doctor()
+	var seal, sec *runner.Capability
+	for i := range caps {
+		switch caps[i].Name {
+		case "sealed /proc/self/exe":
+			seal = &caps[i]
+		case "seccomp":
+			sec = &caps[i]
+		}
+	}
+	if seal == nil || sec == nil || !sec.Required {
+		t.Fatalf("doctor rows: %+v", caps)
+	}
+	if !isRoot() && strings.Contains(seal.Detail, "overlay of the binary") {
+		t.Fatalf("rootless doctor claims the overlay seal: %q", seal.Detail)
+	}
+	if !isRoot() && !strings.Contains(seal.Detail, "memfd") {
+		t.Fatalf("rootless doctor does not say memfd: %q", seal.Detail)
+	}
+}
