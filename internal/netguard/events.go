@@ -30,6 +30,7 @@ const (
 	ReasonSNI           = "sni_mismatch"
 	ReasonNoSNI         = "tls_without_sni"
 	ReasonHTTPHost      = "http_host_denied"
+	ReasonHTTPFraming   = "http_ambiguous_length"
 	ReasonUDP           = "udp_blocked"
 	ReasonICMP          = "icmp_blocked"
 	ReasonDNSRefused    = "dns_refused"

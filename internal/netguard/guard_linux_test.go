@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -338,19 +339,74 @@ func writeResolvConf(t *testing.T, content string) string {
 	return p
 }
 
-// TestGuardDoesNotHoldShortFirstWords: a client that sends a byte that
-// could begin an HTTP method and waits for the answer is not held up
-// (the guard forwards it as another protocol after a moment).
-func TestGuardDoesNotHoldShortFirstWords(t *testing.T) {
+// TestGuardDoesNotHoldBinaryFirstBytes: a client that sends a byte no
+// text line begins with, and waits for the answer, is not held up.
+func TestGuardDoesNotHoldBinaryFirstBytes(t *testing.T) {
 	h := nettest.NewHost(t, "allowed.test")
 	s := newSandboxNS(t, h, "allowed.test:7")
 	out, err := s.run("python3", "-c", `import socket
 c=socket.create_connection(("allowed.test",7),timeout=20)
-c.sendall(b"G"); a=c.recv(1); c.sendall(b"ET?"); b=b""
-while len(b) < 3: b+=c.recv(3-len(b))
-print((a+b).decode())`)
-	if err != nil || strings.TrimSpace(out) != "GET?" {
+c.sendall(b"\x00"); a=c.recv(1); c.sendall(b"ok"); b=b""
+while len(b) < 2: b+=c.recv(2-len(b))
+print((a+b).hex())`)
+	if err != nil || strings.TrimSpace(out) != "006f6b" {
 		t.Fatalf("echo: %q, %v", out, err)
+	}
+}
+
+// TestGuardChecksEveryHTTPRequest: the Host of every request on a
+// keep-alive connection is checked, however the client writes it: a
+// request line split across writes, empty lines before it, a method the
+// guard does not list; and a request whose length is ambiguous (so that
+// the server could read a request the guard did not) is refused.
+func TestGuardChecksEveryHTTPRequest(t *testing.T) {
+	h := nettest.NewHost(t, "allowed.test", "other.test")
+	s := newSandboxNS(t, h, "allowed.test:80")
+	send := func(parts ...string) (string, error) {
+		var q []string
+		for _, p := range parts {
+			q = append(q, fmt.Sprintf("%q", p))
+		}
+		return s.run("python3", "-c", `import socket,sys,time,re
+c=socket.create_connection(("allowed.test",80),timeout=20)
+for i,p in enumerate([`+strings.Join(q, ",")+`]):
+    if i: time.sleep(0.3)
+    c.sendall(p.encode())
+b=b""
+while True:
+    try: x=c.recv(65536)
+    except ConnectionResetError: break
+    if not x: break
+    b+=x
+sys.stdout.write(" ".join(x.decode() for x in re.findall(rb"HTTP/1\.1 (\d\d\d) ", b)))`)
+	}
+	other := "Host: other.test\r\nConnection: close\r\n\r\n"
+	ok := "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n"
+	for _, c := range []struct {
+		name   string
+		parts  []string
+		// want are the status lines the client may read: the guard's
+		// 403, or a server's own answer to what it was sent before.
+		want   []string
+		reason string
+	}{
+		{"keep-alive", []string{ok, "GET / HTTP/1.1\r\n" + other}, []string{"200 403"}, ReasonHTTPHost},
+		{"split request line", []string{"GET / HT", "TP/1.1\r\n" + other}, []string{"403"}, ReasonHTTPHost},
+		{"empty lines first", []string{"\r\n\r\nGET / HTTP/1.1\r\n" + other}, []string{"403", "400", "400 403"}, ReasonHTTPHost},
+		{"unlisted method", []string{"get / HTTP/1.1\r\n" + other}, []string{"403"}, ReasonHTTPHost},
+		{"length and chunks", []string{"POST / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"}, []string{""}, ReasonHTTPFraming},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(s.g.Denials())
+			out, err := send(c.parts...)
+			if err != nil || !slices.Contains(c.want, out) {
+				t.Fatalf("statuses %q, %v; want one of %q", out, err, c.want)
+			}
+			d := s.g.Denials()
+			if len(d) != before+1 || d[before].Reason != c.reason {
+				t.Fatalf("denials %+v; want one %s", d[before:], c.reason)
+			}
+		})
 	}
 }
 

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -68,21 +66,27 @@ func (c *tcpConn) clientToServer(br *bufio.Reader, up net.Conn, out *atomic.Int6
 		return nil
 	}
 	byName := c.addrRule.Text == ""
-	word := ""
-	if first[0] != 0x16 {
-		word = c.firstWord(br)
-	}
-	switch {
-	case first[0] == 0x16:
+	if first[0] == 0x16 {
 		if err := c.checkTLS(br, up, out, byName); err != nil {
 			return err
 		}
-	case looksHTTP(word):
-		if byName {
-			return c.httpLoop(br, up, out)
-		}
-	case byName && strings.HasPrefix(word, h2Preface):
+		n, _ := io.Copy(up, br)
+		out.Add(n)
+		return nil
+	}
+	line := ""
+	if byName {
+		// A connection to an allowed address is not read: any name
+		// may be asked of it.
+		line = firstLine(br)
+	}
+	switch {
+	case byName && strings.HasPrefix(strings.TrimLeft(line, "\r\n"), h2Preface):
 		return c.deny(FromAddr, c.ev.Host, ReasonHTTPHost, fmt.Sprintf("%s: HTTP/2 without TLS hides the host name; use https or HTTP/1.1", hostPort(c.ev.Host, c.port)))
+	case byName && (looksHTTP(line) || firstLineHTTP(line)):
+		// A method, or a first line that ends in HTTP/1.x (any method
+		// token), after the empty lines servers skip.
+		return c.httpLoop(br, up, out)
 	}
 	n, _ := io.Copy(up, br)
 	out.Add(n)
@@ -154,169 +158,30 @@ func (s *sniffConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
 
 var httpMethods = []string{"GET ", "HEAD ", "POST ", "PUT ", "DELETE ", "OPTIONS ", "PATCH ", "CONNECT ", "TRACE ", "PROPFIND "}
 
-// prefixWait bounds how long the guard waits for the rest of a first
-// word that might be an HTTP method or HTTP/2's preface: a protocol whose
-// client sends a few bytes and waits is not held up longer.
-const prefixWait = time.Second
-
-// firstWord returns the client's first bytes, up to 9: as many as arrived,
-// or, when they could still become an HTTP method or HTTP/2's preface,
-// more until that is decided or prefixWait has passed.
-func (c *tcpConn) firstWord(br *bufio.Reader) string {
-	b, _ := br.Peek(min(9, br.Buffered()))
-	if len(b) >= 9 || !couldBecome(string(b)) {
-		return string(b)
-	}
-	_ = c.downConn.SetReadDeadline(time.Now().Add(prefixWait))
-	for len(b) < 9 && couldBecome(string(b)) {
-		var err error
-		if b, err = br.Peek(len(b) + 1); err != nil {
+// firstLine returns what the client sent first on a connection made by
+// name: its whole first line when it begins as text, so that a request
+// line split across writes is still seen whole; or what arrived, when it
+// begins with a byte that no text line does. A text line never ended
+// holds the connection (fail closed), up to maxHead bytes.
+func firstLine(br *bufio.Reader) string {
+	b, _ := br.Peek(br.Buffered())
+	for text(b) && bytes.IndexByte(bytes.TrimLeft(b, "\r\n"), '\n') < 0 && len(b) < maxHead {
+		if _, err := br.Peek(len(b) + 1); err != nil {
 			break
 		}
+		b, _ = br.Peek(br.Buffered())
 	}
-	_ = c.downConn.SetReadDeadline(time.Time{})
-	b, _ = br.Peek(min(9, br.Buffered()))
 	return string(b)
 }
 
-// couldBecome reports whether w is a strict prefix of a method or of
-// HTTP/2's preface.
-func couldBecome(w string) bool {
-	for _, m := range append(httpMethods, h2Preface) {
-		if len(w) < len(m) && strings.HasPrefix(m, w) {
-			return true
+// text reports whether b is printable ASCII, tabs and line ends.
+func text(b []byte) bool {
+	for _, c := range b {
+		if (c < 0x20 || c > 0x7e) && c != '\r' && c != '\n' && c != '\t' {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 const h2Preface = "PRI "
-
-func looksHTTP(w string) bool {
-	for _, m := range httpMethods {
-		if strings.HasPrefix(w, m) {
-			return true
-		}
-	}
-	return false
-}
-
-// httpLoop checks the Host of every request on a plain HTTP connection and
-// forwards each request's bytes as they were sent. A refused request gets
-// a 403 whose body says why, and the connection ends.
-func (c *tcpConn) httpLoop(br *bufio.Reader, up net.Conn, out *atomic.Int64) error {
-	for {
-		if _, err := br.Peek(1); err != nil {
-			return nil
-		}
-		head, err := readHead(br)
-		if err != nil {
-			return c.deny(FromHTTP, c.ev.Host, ReasonHTTPHost, fmt.Sprintf("%s: unreadable HTTP request: %v", hostPort(c.ev.Host, c.port), err))
-		}
-		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head)))
-		if err != nil {
-			return c.deny(FromHTTP, c.ev.Host, ReasonHTTPHost, fmt.Sprintf("%s: unreadable HTTP request: %v", hostPort(c.ev.Host, c.port), err))
-		}
-		host := req.Host
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		name := normalizeName(host)
-		r, why := nameDecision(c.g.rules, name, c.port)
-		if r.Text == "" {
-			if name == "" {
-				why = fmt.Sprintf("HTTP Host %q is not an allowed host name; allowed: %s", req.Host, list(c.g.rules))
-			}
-			err := c.deny(FromHTTP, req.Host, ReasonHTTPHost, why)
-			body := "cordon: network_denied: " + why + "\n"
-			_, _ = fmt.Fprintf(c.downConn, "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
-			// Read what the client still sends, so that closing does not
-			// reset the connection before it reads the answer.
-			closeWrite(c.downConn)
-			_ = c.downConn.SetReadDeadline(time.Now().Add(2 * time.Second))
-			_, _ = io.Copy(io.Discard, br)
-			return err
-		}
-		c.ev.Host, c.ev.HostFrom, c.ev.Rule = name, FromHTTP, r.Text
-		n, err := up.Write(head)
-		out.Add(int64(n))
-		if err != nil {
-			return nil
-		}
-		if err := forwardBody(br, up, req, out); err != nil {
-			return nil
-		}
-		if req.Method == http.MethodConnect || req.Header.Get("Upgrade") != "" {
-			// The stream is no longer HTTP/1.1 requests.
-			n, _ := io.Copy(up, br)
-			out.Add(n)
-			return nil
-		}
-	}
-}
-
-// readHead reads one request head, through the blank line.
-func readHead(br *bufio.Reader) ([]byte, error) {
-	var head []byte
-	for {
-		line, err := br.ReadSlice('\n')
-		head = append(head, line...)
-		if err != nil {
-			return nil, err
-		}
-		if len(head) > maxHead {
-			return nil, errors.New("request head too large")
-		}
-		if len(line) <= 2 && strings.TrimRight(string(line), "\r\n") == "" {
-			return head, nil
-		}
-	}
-}
-
-// forwardBody copies one request body as sent: Content-Length bytes, or
-// the chunks through the last chunk and its trailers.
-func forwardBody(br *bufio.Reader, up io.Writer, req *http.Request, out *atomic.Int64) error {
-	if len(req.TransferEncoding) > 0 {
-		for {
-			line, err := br.ReadSlice('\n')
-			if err != nil {
-				return err
-			}
-			if _, err := up.Write(line); err != nil {
-				return err
-			}
-			out.Add(int64(len(line)))
-			sz := strings.TrimSpace(string(line))
-			if i := strings.IndexByte(sz, ';'); i >= 0 {
-				sz = sz[:i]
-			}
-			n, err := strconv.ParseInt(sz, 16, 64)
-			if err != nil || n < 0 {
-				return fmt.Errorf("bad chunk size %q", sz)
-			}
-			if n == 0 {
-				// Trailers, through the blank line.
-				t, err := readHead(br)
-				if err != nil {
-					return err
-				}
-				w, err := up.Write(t)
-				out.Add(int64(w))
-				return err
-			}
-			if err := copyN(up, br, n+2, out); err != nil {
-				return err
-			}
-		}
-	}
-	if req.ContentLength > 0 {
-		return copyN(up, br, req.ContentLength, out)
-	}
-	return nil
-}
-
-func copyN(w io.Writer, r io.Reader, n int64, out *atomic.Int64) error {
-	k, err := io.CopyN(w, r, n)
-	out.Add(k)
-	return err
-}
