@@ -383,8 +383,8 @@ sys.stdout.write(" ".join(x.decode() for x in re.findall(rb"HTTP/1\.1 (\d\d\d) "
 	other := "Host: other.test\r\nConnection: close\r\n\r\n"
 	ok := "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n"
 	for _, c := range []struct {
-		name   string
-		parts  []string
+		name  string
+		parts []string
 		// want are the status lines the client may read: the guard's
 		// 403, or a server's own answer to what it was sent before.
 		want   []string
