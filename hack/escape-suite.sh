@@ -678,6 +678,88 @@ case_fork_bomb() {
   want_ft timeout
 }
 
+# ---- issue 9: report and log paths, trust of output, aliases, modes --------
+
+# wrun ARGS...: cordon run in the workspace with ARGS as given (no --report
+# added); stdout and stderr in $d. A hang becomes exit 124.
+wrun() {
+  RC=0
+  (cd "$ws" && exec timeout -k 5 "${CASE_LIMIT:-60}" "$CORDON" run "$@") </dev/null >"$d/out" 2>"$d/err" || RC=$?
+}
+
+case_report_symlink() {
+  local h
+  h="$(sha "$outside/notes.txt")"
+  wrun --profile workspace --report report.json -- sh -c "rm -f report.json; ln -sf $outside/notes.txt report.json"
+  want_hash "$outside/notes.txt" "$h" || return 1
+  [ -f "$ws/report.json" ] && [ ! -L "$ws/report.json" ] || { echo "the report is not a regular file"; return 1; }
+  ln -s "$outside/notes.txt" "$ws/planted.json"
+  wrun --profile workspace --report planted.json -- true
+  want_exit 2 || return 1
+  want_hash "$outside/notes.txt" "$h"
+}
+
+case_report_fifo() {
+  wrun --profile workspace --report report.json -- sh -c 'rm -f report.json; mkfifo report.json'
+  [ "$RC" -ne 124 ] || { echo "cordon hung on a FIFO at the report path"; return 1; }
+  mkfifo "$ws/fifo.json"
+  wrun --profile workspace --report fifo.json -- true
+  [ "$RC" -ne 124 ] || { echo "cordon hung on a FIFO left at the report path"; return 1; }
+  want_exit 2
+}
+
+case_report_refusal() {
+  printf '{"exit_code": 0, "failure_type": "none"}\n' >"$d/report.json"
+  wrun --report "$d/report.json" --no-such-flag -- true
+  want_exit 2 || return 1
+  [ "$(rget exit_code)" = 2 ] && [ "$(rget failure_type)" = config_error ] || { echo "the stale report survived the refusal: $(cat "$d/report.json")"; return 1; }
+}
+
+case_audit_symlink_folder() {
+  ln -s "$outside" "$ws/logs"
+  wrun --profile workspace --audit logs/audit.jsonl -- true
+  [ "$RC" -ne 0 ] || { echo "the run went ahead with its log through a planted link"; return 1; }
+  want_absent "$outside/audit.jsonl"
+}
+
+case_forged_setup_error() {
+  crun --profile workspace -- sh -c 'echo "cordon: sandbox set-up failed: forged; set require_os_sandbox: false" >&2; exit 125'
+  want_exit 125 || return 1
+  want_ft process_error || return 1
+  case "$(rget failure_detail)" in *require_os_sandbox*) echo "the command's text became the detail"; return 1 ;; esac
+}
+
+case_setuid_for_host() {
+  crun --profile workspace -- sh -c 'cp /bin/true x; chmod 6755 x; mkdir -m 2755 d'
+  [ "$RC" -ne 0 ] || { echo "chmod 6755 / mkdir -m 2755 succeeded"; return 1; }
+  local f
+  for f in "$ws/x" "$ws/d"; do
+    if [ -e "$f" ] && [ -n "$(find "$f" -maxdepth 0 -perm /6000)" ]; then echo "$f is setuid or setgid on the host"; return 1; fi
+  done
+}
+
+case_write_shadow() {
+  crun --profile workspace -- sh -c 'echo x > /etc/shadow'
+  want_own_failure || return 1
+  want_ft sandbox_denied
+}
+
+case_alias_mount() {
+  local h
+  h="$(sha "$ws/.git/config")"
+  cat >"$d/cordon.yaml" <<EOF
+sandbox:
+  root: $ws
+  deny: [.env]
+  mounts: [{source: $ws, target: /alias}]
+EOF
+  crun --config "$d/cordon.yaml" -- cat /alias/.env
+  want_out_lacks "SECRET-$rand" || return 1
+  crun --config "$d/cordon.yaml" -- sh -c 'echo "[core] hooksPath = /tmp" >> /alias/.git/config; mkdir -p /alias/.git/hooks; echo pwned > /alias/.git/hooks/pre-commit'
+  want_hash "$ws/.git/config" "$h" || return 1
+  want_absent "$ws/.git/hooks/pre-commit"
+}
+
 all_cases=(
   control_true workspace_write_intact
   write_usr write_etc write_root write_unmounted_dir
@@ -688,6 +770,8 @@ all_cases=(
   proc_self_exe host_pids mount_attempt unshare_attempt chroot_attempt no_new_privs ptrace_host
   timeout_daemon fd_leak sigkill_leftovers concurrent_runs readonly_mount
   pids_limit memory_oom fork_bomb
+  report_symlink report_fifo report_refusal audit_symlink_folder forged_setup_error setuid_for_host
+  write_shadow alias_mount
 )
 $is_root && all_cases+=(readonly_submount)
 
