@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what cordon's build and tests need, where it is missing: a C
 # toolchain and libseccomp headers for runc's seccomp support, and the peers
-# the benchmarks compare against (bubblewrap, runc), and the cgroup v2 VM
+# the benchmarks compare against (bubblewrap, runc), crun for cordon bundle, and the cgroup v2 VM
 # lane's qemu, static busybox, systemd and D-Bus (hack/vm; its kernel is
 # fetched there).
 set -Eeuo pipefail
@@ -12,6 +12,8 @@ command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 pkg-config --exists libseccomp 2>/dev/null || need+=(libseccomp-dev)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v runc >/dev/null 2>&1 || need+=(runc)
+# cordon bundle is tested with both stock runtimes.
+command -v crun >/dev/null 2>&1 || need+=(crun)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)

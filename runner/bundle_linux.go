@@ -1,0 +1,165 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/cordon-run/cordon/spec"
+)
+
+// BundleOCIVersion is the runtime-spec version a bundle declares: the
+// newest that stock runc (1.1) and crun (1.8, which refuses 1.2 and
+// later) of Debian 12 both accept; the bundle uses nothing newer.
+const BundleOCIVersion = "1.0.2"
+
+// AnnotationOnlyCordon lists, in a bundle's config.json, what of the
+// sandbox only `cordon run` enforces: an OCI runtime has no way to.
+const AnnotationOnlyCordon = spec.AnnotationPrefix + "only-cordon-run"
+
+// onlyCordonRun are the parts of every sandbox that no OCI runtime can
+// carry, each as one sentence.
+var onlyCordonRun = []string{
+	"typed results (failure_type, blocked_path, signal, limits typed from the kernel's counters) and the audit log",
+	"cordon's PID 1: the sandbox ends when its caller dies, and orphans are reaped",
+	"limits.timeout and limits.output",
+	"a second ^C killing the sandbox",
+	"the loader variables (LD_*) kept from PID 1",
+}
+
+// Bundle is what WriteBundle wrote.
+type Bundle struct {
+	// Dir is the bundle directory: config.json and rootfs.
+	Dir string
+	// Placeholders are the missing deny and protect paths created on the
+	// host so that the runtime can guard them; they must stay while the
+	// bundle is used (cordon run makes and removes them for each run).
+	Placeholders []string
+	// OnlyCordon lists what only `cordon run` enforces (also in the
+	// config's AnnotationOnlyCordon annotation).
+	OnlyCordon []string
+}
+
+// WriteBundle writes an OCI bundle in dir (which must be empty or absent)
+// that runs args in sandbox sb under a stock runtime (runc, crun): the
+// plan a `cordon run` would use, as root, with its rootfs skeleton, an
+// ociVersion those runtimes take, no cgroups path of cordon's own (the
+// runtime names the cgroup after the container), plain read-only binds
+// for files (crun refuses "rro" on a file) and the placeholders created.
+func WriteBundle(dir string, sb *spec.Sandbox, args []string) (*Bundle, error) {
+	if err := emptyDir(dir); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	rootfs := filepath.Join(abs, "rootfs")
+	cwd := "/"
+	if sb.Root != "" {
+		cwd = sb.Root
+	}
+	ro := runOptions(BackendLibcontainer, "bundle", rootfs, ProbeHost())
+	ro.CgroupsPath = ""
+	ro.NetworkGuarded = false
+	p, enf, err := Plan(BackendLibcontainer, sb, process(args, cwd, false), ro)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bundle{Dir: abs, OnlyCordon: slices.Clone(onlyCordonRun)}
+	for _, u := range enf.UnenforcedDetails() {
+		b.OnlyCordon = append(b.OnlyCordon, "not enforced by cordon either: "+u)
+	}
+	if len(sb.Network.Allow) > 0 {
+		b.OnlyCordon = append(b.OnlyCordon, "the network allow list: the bundle has loopback only")
+	}
+	if b.Placeholders, err = makePlaceholders(p.Placeholders); err != nil {
+		return nil, err
+	}
+	s := p.Spec
+	s.Version = BundleOCIVersion
+	s.Root = &specs.Root{Path: "rootfs", Readonly: true}
+	if s.Linux != nil {
+		s.Linux.CgroupsPath = ""
+	}
+	if err := bundleMounts(s, rootfs); err != nil {
+		return nil, err
+	}
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	only, _ := json.Marshal(b.OnlyCordon)
+	s.Annotations[AnnotationOnlyCordon] = string(only)
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return b, os.WriteFile(filepath.Join(abs, "config.json"), append(data, '\n'), 0o644)
+}
+
+// bundleMounts makes each mount point in the rootfs skeleton (a directory,
+// or an empty file for a file bind) and turns "rro" into "ro" on file
+// binds, where recursion means nothing and crun refuses it.
+func bundleMounts(s *specs.Spec, rootfs string) error {
+	if err := os.MkdirAll(rootfs, 0o755); err != nil {
+		return err
+	}
+	for i := range s.Mounts {
+		m := &s.Mounts[i]
+		file := false
+		if slices.Contains(m.Options, "bind") || slices.Contains(m.Options, "rbind") || m.Type == "bind" {
+			if fi, err := os.Stat(m.Source); err == nil && !fi.IsDir() {
+				file = true
+			}
+		}
+		if file {
+			m.Options = slices.DeleteFunc(m.Options, func(o string) bool { return o == "rro" })
+			if !slices.Contains(m.Options, "ro") {
+				m.Options = append(m.Options, "ro")
+			}
+		}
+		point := filepath.Join(rootfs, filepath.Clean("/"+m.Destination))
+		if !strings.HasPrefix(point, rootfs+"/") {
+			return fmt.Errorf("mount destination %q leaves the rootfs", m.Destination)
+		}
+		if file {
+			if err := os.MkdirAll(filepath.Dir(point), 0o755); err != nil {
+				return err
+			}
+			f, err := os.OpenFile(point, os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			f.Close()
+			continue
+		}
+		if err := os.MkdirAll(point, 0o755); err != nil {
+			return err
+		}
+	}
+	if s.Process != nil && s.Process.Cwd != "" {
+		return os.MkdirAll(filepath.Join(rootfs, filepath.Clean("/"+s.Process.Cwd)), 0o755)
+	}
+	return nil
+}
+
+// emptyDir makes dir, or checks that it is an empty directory.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
+		return err
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("%s is not empty; give a new or empty directory", dir)
+	}
+	return nil
+}

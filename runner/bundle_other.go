@@ -1,0 +1,15 @@
+//go:build !linux
+
+package runner
+
+import "github.com/cordon-run/cordon/spec"
+
+// Bundle is what WriteBundle wrote.
+type Bundle struct {
+	Dir          string
+	Placeholders []string
+	OnlyCordon   []string
+}
+
+// WriteBundle returns ErrUnsupported: OCI bundles are for Linux runtimes.
+func WriteBundle(string, *spec.Sandbox, []string) (*Bundle, error) { return nil, ErrUnsupported }
