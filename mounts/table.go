@@ -155,7 +155,15 @@ func New(sb *spec.Sandbox) (*Table, error) {
 		return nil, errors.Join(errs...)
 	}
 	t.denyS, t.denyH = t.expand(t.denyCfg)
+	// The host's secrets are denied wherever a zone shows them (a mount of
+	// /etc at /hostetc), whatever system says: matched as host paths
+	// only, as spec.WithAliases masks them in the sandbox.
+	for _, s := range spec.HostSecrets() {
+		t.denyH = appendUnique(t.denyH, s)
+	}
 	t.protectS, t.protectH = t.expand(t.protectCfg)
+	t.denyH = t.linkForms(t.denyH)
+	t.protectH = t.linkForms(t.protectH)
 	return t, nil
 }
 
@@ -177,6 +185,30 @@ func (t *Table) expand(paths []string) (sandbox, host []string) {
 		}
 	}
 	return sandbox, host
+}
+
+// linkForms adds to the host paths list their form under every entry
+// whose source goes through a symbolic link: the tools and the resolver
+// name a file under such an entry by the source as written (/tmp/etc-link/
+// shadow), while deny and protect name the file itself (/etc/shadow), as
+// the kernel's masks do (spec.WithAliases resolves both).
+func (t *Table) linkForms(list []string) []string {
+	out := list
+	for _, e := range t.entries {
+		real, err := filepath.EvalSymlinks(e.Source)
+		if err != nil || real == e.Source {
+			continue
+		}
+		for _, h := range list {
+			switch {
+			case isUnder(h, real):
+				out = appendUnique(out, hostOf(&Entry{Target: real, Source: e.Source}, h))
+			case isUnder(real, h):
+				out = appendUnique(out, e.Source)
+			}
+		}
+	}
+	return out
 }
 
 // Entries returns the table's entries, parents before children.

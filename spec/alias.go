@@ -43,6 +43,12 @@ func WithAliases(sb *Sandbox) *Sandbox {
 	}
 	c.Deny = appendAliases(c.Deny, sb.Deny, zones)
 	c.Protect = appendAliases(c.Protect, sb.Protect, zones)
+	// The host's secrets are host paths, never sandbox paths: only the
+	// zones that show them add an alias (system: host masks the
+	// secrets at their own path already).
+	for _, s := range HostSecrets() {
+		c.Deny = appendZoneAliases(c.Deny, hostForms(s), zones)
+	}
 	return c
 }
 
@@ -54,21 +60,29 @@ func appendAliases(out, paths []string, zones []aliasZone) []string {
 		if z, ok := innermostZone(zones, p); ok && z.source != z.target {
 			forms = append(forms, hostForms(filepath.Join(z.source, strings.TrimPrefix(strings.TrimPrefix(p, z.target), "/")))...)
 		}
-		for _, host := range forms {
-			for _, z := range zones {
-				for _, src := range hostForms(z.source) {
-					var alias string
-					switch {
-					case within(host, src):
-						alias = filepath.Join(z.target, strings.TrimPrefix(strings.TrimPrefix(host, src), "/"))
-					case within(src, host):
-						alias = z.target
-					default:
-						continue
-					}
-					if !slices.Contains(out, alias) {
-						out = append(out, alias)
-					}
+		out = appendZoneAliases(out, forms, zones)
+	}
+	return out
+}
+
+// appendZoneAliases adds, for each host path in forms, the sandbox path of
+// every zone whose source holds it, or the zone's target when the source
+// lies inside it.
+func appendZoneAliases(out, forms []string, zones []aliasZone) []string {
+	for _, host := range forms {
+		for _, z := range zones {
+			for _, src := range hostForms(z.source) {
+				var alias string
+				switch {
+				case within(host, src):
+					alias = filepath.Join(z.target, strings.TrimPrefix(strings.TrimPrefix(host, src), "/"))
+				case within(src, host):
+					alias = z.target
+				default:
+					continue
+				}
+				if !slices.Contains(out, alias) {
+					out = append(out, alias)
 				}
 			}
 		}

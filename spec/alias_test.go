@@ -2,6 +2,7 @@ package spec
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +40,32 @@ func TestWithAliases(t *testing.T) {
 	}
 	if len(sb.Deny) != 3 || len(sb.Protect) != 1 {
 		t.Errorf("the sandbox was changed: %v %v", sb.Deny, sb.Protect)
+	}
+}
+
+// TestWithAliasesHostSecrets: a zone that shows a host secret (a mount of
+// /etc, or of the secret itself) gets the secret denied at its own path,
+// whatever system says; a zone that does not show one gets nothing.
+func TestWithAliasesHostSecrets(t *testing.T) {
+	secrets := HostSecrets()
+	if len(secrets) == 0 {
+		t.Skip("this host has none of the secret files")
+	}
+	s := secrets[0]
+	sb := &Sandbox{System: System{Kind: SystemNone}, Mounts: []Mount{
+		{Source: "/etc", Target: "/hostetc", Readonly: true},
+		{Source: s, Target: "/one", Readonly: true},
+		{Source: "/nonexistent-cordon/other", Target: "/other"},
+	}}
+	got := WithAliases(sb)
+	for _, want := range []string{"/hostetc" + strings.TrimPrefix(s, "/etc"), "/one"} {
+		if !slices.Contains(got.Deny, want) {
+			t.Errorf("deny lacks %s: %v", want, got.Deny)
+		}
+	}
+	for _, p := range got.Deny {
+		if within(p, "/other") || p == s {
+			t.Errorf("%s is no alias of a secret shown by a mount", p)
+		}
 	}
 }

@@ -51,6 +51,16 @@ func SystemSecrets(sb *Sandbox) []string {
 	if sb.System.Kind != SystemHost {
 		return nil
 	}
+	return HostSecrets()
+}
+
+// HostSecrets returns this host's secret files and folders (the globs
+// SystemSecrets masks under system: host), expanded and sorted. They are
+// host files, so they are denied at every other sandbox path that reaches
+// them too, whatever `system` says: a mount of /etc at /hostetc, of
+// /etc/shadow itself, or of a symbolic link to /etc (WithAliases; the mount
+// table matches them as host paths).
+func HostSecrets() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, g := range hostSecretGlobs {
