@@ -100,6 +100,13 @@ const (
 	FailureConfigError FailureType = "config_error"
 )
 
+// FailureTypes lists every failure type a Result can carry, for front
+// ends and documentation (the README's table is checked against it).
+func FailureTypes() []FailureType {
+	return []FailureType{FailureNone, FailureSandboxDenied, FailureTimeout, FailureOOM, FailurePidsLimit, FailureFileSizeLimit,
+		FailureNetworkDenied, FailureProcessError, FailureSetupError, FailureConfigError, FailureSessionGone}
+}
+
 // Exit codes with a fixed meaning, as in timeout(1) and env(1).
 const (
 	ExitTimeout     = 124
