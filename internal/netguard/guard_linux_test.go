@@ -431,3 +431,15 @@ func TestGuardPinsHostsFileNames(t *testing.T) {
 	}
 	s.denial(t, ReasonAddress)
 }
+
+// TestGuardRefusesSSHInItsOwnProtocol: ssh to a port the list does not
+// allow prints cordon's reason (git over ssh shows it too).
+func TestGuardRefusesSSHInItsOwnProtocol(t *testing.T) {
+	h := nettest.NewHost(t, "allowed.test")
+	s := newSandboxNS(t, h, "allowed.test:443")
+	out, err := s.run("ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ConnectTimeout=20", "git@allowed.test")
+	if err == nil || !strings.Contains(out, "cordon: network_denied: allowed.test:22 is not allowed: allowed.test is allowed on port 443 only") {
+		t.Fatalf("ssh: %q, %v", out, err)
+	}
+	s.denial(t, ReasonPort)
+}

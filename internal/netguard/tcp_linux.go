@@ -1,8 +1,11 @@
 package netguard
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
@@ -31,6 +34,15 @@ func (g *Guard) handleTCP(r *tcp.ForwarderRequest) {
 	}
 	c := &tcpConn{g: g, dst: dst, port: port}
 	if !c.admit() {
+		if port == 22 {
+			// ssh (git over ssh) prints a refusal it can read.
+			g.conns.Add(1)
+			go func() {
+				defer g.conns.Done()
+				refuseSSH(r, c.ev.Detail)
+			}()
+			return
+		}
 		r.Complete(true)
 		return
 	}
@@ -122,4 +134,47 @@ func (p *policy) pinnedAny(a netip.Addr) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// refuseSSH accepts a refused connection to port 22 and answers in SSH's
+// own protocol: a version line, then a disconnect message (allowed before
+// key exchange) whose text OpenSSH prints, as srt does.
+func refuseSSH(r *tcp.ForwarderRequest, detail string) {
+	var wq waiter.Queue
+	ep, terr := r.CreateEndpoint(&wq)
+	if terr != nil {
+		r.Complete(true)
+		return
+	}
+	r.Complete(false)
+	conn := gonet.NewTCPConn(&wq, ep)
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, "SSH-2.0-cordon_policy_refusal\r\n"); err != nil {
+		return
+	}
+	// The client's version line, then the disconnect.
+	_, _ = bufio.NewReader(conn).ReadString('\n')
+	_, _ = conn.Write(sshDisconnect("cordon: network_denied: " + detail))
+	conn.CloseWrite()
+	_, _ = io.Copy(io.Discard, conn)
+}
+
+// sshDisconnect is an unencrypted SSH_MSG_DISCONNECT packet (RFC 4253
+// 6, 11.1) with reason 1, host not allowed to connect.
+func sshDisconnect(text string) []byte {
+	var payload []byte
+	payload = append(payload, 1) // SSH_MSG_DISCONNECT
+	payload = binary.BigEndian.AppendUint32(payload, 1)
+	payload = binary.BigEndian.AppendUint32(payload, uint32(len(text)))
+	payload = append(payload, text...)
+	payload = binary.BigEndian.AppendUint32(payload, 0) // language tag
+	pad := 8 - (4+1+len(payload))%8
+	if pad < 4 {
+		pad += 8
+	}
+	pkt := binary.BigEndian.AppendUint32(nil, uint32(1+len(payload)+pad))
+	pkt = append(pkt, byte(pad))
+	pkt = append(pkt, payload...)
+	return append(pkt, make([]byte, pad)...)
 }
