@@ -95,8 +95,6 @@ func NewHost(t testing.TB, names ...string) *Host {
 	}
 	h.NS, h.inNS = "cordon-nt-"+tag, true
 	h.HTTPPort, h.HTTPSPort, h.EchoPort = 80, 443, 7
-	sub := fmt.Sprintf("10.213.%d", n+1)
-	h.Addr = netip.MustParseAddr(sub + ".2")
 	hostIf, peerIf := "cnt"+tag+"h", "cnt"+tag+"p"
 	if len(hostIf) > 15 {
 		hostIf, peerIf = hostIf[:14]+"h", peerIf[:14]+"p"
@@ -105,7 +103,8 @@ func NewHost(t testing.TB, names ...string) *Host {
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", h.NS).Run() })
 	Run(t, "ip", "link", "add", hostIf, "type", "veth", "peer", "name", peerIf, "netns", h.NS)
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", hostIf).Run() })
-	Run(t, "ip", "addr", "add", sub+".1/24", "dev", hostIf)
+	sub := claimSubnet(t, n, hostIf)
+	h.Addr = netip.MustParseAddr(sub + ".2")
 	Run(t, "ip", "link", "set", hostIf, "up")
 	Run(t, "ip", "-n", h.NS, "addr", "add", sub+".2/24", "dev", peerIf)
 	Run(t, "ip", "-n", h.NS, "link", "set", peerIf, "up")
@@ -342,4 +341,34 @@ func (h *Host) ServeGit(t testing.TB, files map[string]string) string {
 		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
 	})
 	return bare
+}
+
+// claimSubnet gives the host's end of a test link a /24 of 10.213/16 that
+// no other link has: test binaries run in parallel, and two links with one
+// subnet would send a test's connections to another's host. The choice
+// and the address are made under a lock on /run, which every test binary
+// of this package takes (nothing is created for it). 10.213.251-255 are
+// left to hack/test-rootless.sh.
+func claimSubnet(t testing.TB, start int, hostIf string) string {
+	t.Helper()
+	lock, err := os.Open("/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
+	used := Run(t, "ip", "-4", "-o", "addr", "show")
+	for i := 0; i < 250; i++ {
+		sub := fmt.Sprintf("10.213.%d", (start+i)%250+1)
+		if strings.Contains(used, " "+sub+".") {
+			continue
+		}
+		Run(t, "ip", "addr", "add", sub+".1/24", "dev", hostIf)
+		return sub
+	}
+	t.Fatal("no free test subnet in 10.213.1-250.0/24")
+	return ""
 }
