@@ -273,7 +273,7 @@ case_protect_missing_hooks() {
   want_ft sandbox_denied || return 1
   want_blocked_under "$ws/.git/hooks" || return 1
   want_absent "$ws/.git/hooks/pre-commit" || return 1
-  # The placeholder cordon mounts over the missing path is gone again.
+  # The broker refused the protected name itself: nothing of it on the host.
   want_absent "$ws/.git/hooks"
 }
 

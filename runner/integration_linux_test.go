@@ -286,8 +286,15 @@ func TestIntegrationDenyAndProtect(t *testing.T) {
 			t.Fatalf("want sandbox_denied: %+v", out.res)
 		}
 		mustNotExist(t, hook)
-		// The placeholders cordon made are gone: the workspace looks as it did.
-		mustNotExist(t, filepath.Join(sb.Root, ".git"))
+		// The broker refused the protected name itself: only what the
+		// command created (.git) is there, nothing of cordon's.
+		mustNotExist(t, filepath.Join(sb.Root, ".git/hooks"))
+		if out.res.BlockedPath != filepath.Join(sb.Root, ".git/hooks") {
+			t.Fatalf("blocked path %q, want the hooks directory", out.res.BlockedPath)
+		}
+		if err := os.RemoveAll(filepath.Join(sb.Root, ".git")); err != nil {
+			t.Fatal(err)
+		}
 	})
 	t.Run("protect existing is readable not writable", func(t *testing.T) {
 		cfg := filepath.Join(sb.Root, ".git/config")
@@ -723,7 +730,7 @@ func TestIntegrationConcurrentRunsKeepProtection(t *testing.T) {
 		t.Fatalf("the long run planted a hook after the first run ended: %s", longErr.String())
 	}
 	mustNotExist(t, file(".git/hooks/pre-commit"))
-	mustNotExist(t, file(".git"))
+	mustNotExist(t, file(".git/hooks"))
 }
 
 // TestIntegrationSeccompAndNoPrivileges is the security property "the

@@ -106,6 +106,8 @@ type linuxRun struct {
 	// guard enforces the network allow list, when there is one.
 	guard     *netguard.Guard
 	netEvents *eventLog
+	// brk brings the seccomp listener to the broker and serves it.
+	brk *brokerLink
 }
 
 func (r *linuxRunner) run(ctx context.Context, req Request, res Result) Result {

@@ -26,6 +26,7 @@ func (run *linuxRun) start() (Result, bool) {
 	// init sees EOF exactly when cordon dies.
 	run.liveR.Close()
 	run.statusW.Close()
+	run.brk.theirs.Close()
 	if err != nil {
 		run.io.abort()
 		return classifyStartError(run.res, err), false
@@ -116,7 +117,7 @@ func (run *linuxRun) finish(o Outcome) Result {
 		run.guard.Close()
 		run.ph.mark("network_close")
 	}
-	res := Classify(run.res, o, initMessages, networkDenials(run.guardDenials()), PolicyDenials(run.table, run.eff))
+	res := Classify(run.res, o, initMessages, networkDenials(run.guardDenials()), brokerDenials(run.brk.stop()), PolicyDenials(run.table, run.eff))
 	res.OutputTruncated = cut
 	res.Network = run.guardEvents()
 	return res

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -10,8 +9,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// placeholderRegistry tracks which runs rely on each placeholder directory,
-// across processes. Concurrent runs on one workspace share placeholders:
+// placeholderRegistry tracks which runs relied on each placeholder
+// directory, across processes. Runs no longer create placeholders (the
+// broker guards missing deny and protect paths); the registry is kept so
+// that the placeholders of a run of an earlier cordon that crashed are
+// still removed once no run uses them. Concurrent runs on one workspace share placeholders:
 // a run that removed one while another still relied on it would break the
 // other's set-up, and worse, removing a directory that is a mount point in
 // another mount namespace detaches that mount, lifting the other run's
@@ -72,17 +74,6 @@ func (r *placeholderRegistry) close() error {
 	return os.Rename(tmp, filepath.Join(r.dir, "registry.json"))
 }
 
-func (r *placeholderRegistry) inUse(path string) bool { return len(r.uses[path]) > 0 }
-
-func (r *placeholderRegistry) add(path, id string) {
-	for _, u := range r.uses[path] {
-		if u == id {
-			return
-		}
-	}
-	r.uses[path] = append(r.uses[path], id)
-}
-
 // release drops id's use of path and reports whether no run uses it now.
 func (r *placeholderRegistry) release(path, id string) bool {
 	ids := r.uses[path]
@@ -94,31 +85,6 @@ func (r *placeholderRegistry) release(path, id string) bool {
 	}
 	r.uses[path] = ids
 	return len(ids) == 0
-}
-
-// acquirePlaceholders, under the registry lock, joins every placeholder of
-// another run that this run's guards rely on, then creates the missing ones.
-// It returns every placeholder this run now uses.
-func (s *stateDir) acquirePlaceholders(id string, guarded []string, create func() ([]string, error)) (used []string, err error) {
-	reg := s.placeholders()
-	if err := reg.open(); err != nil {
-		return nil, fmt.Errorf("placeholder registry: %w", err)
-	}
-	for _, p := range guarded {
-		if reg.inUse(p) {
-			reg.add(p, id)
-			used = append(used, p)
-		}
-	}
-	created, err := create()
-	for _, c := range created {
-		reg.add(c, id)
-		used = append(used, c)
-	}
-	if cerr := reg.close(); cerr != nil && err == nil {
-		err = fmt.Errorf("placeholder registry: %w", cerr)
-	}
-	return used, err
 }
 
 // releasePlaceholders drops this run's use of its placeholders and removes

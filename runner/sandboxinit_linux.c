@@ -44,6 +44,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -54,6 +55,9 @@
 #define CORDON_INIT_ARG "cordon-sandbox-init"
 #define CORDON_LIVENESS_FD 3
 #define CORDON_STATUS_FD 4
+// The broker socket: when the filter hands calls to cordon's broker
+// (SECCOMP_FILTER_FLAG_NEW_LISTENER), the listener is sent over it.
+#define CORDON_BROKER_FD 5
 #define CORDON_SECCOMP_ENV "_CORDON_SECCOMP_BPF"
 #define CORDON_MAX_BPF 4096
 // Variables the dynamic loader acts on (LD_PRELOAD, LD_LIBRARY_PATH, ...)
@@ -130,10 +134,37 @@ static unsigned char *b64decode(const char *in, size_t *outlen)
 	return out;
 }
 
+// send_listener sends the seccomp listener fd over the unix socket sock
+// (SCM_RIGHTS, one byte "L"); the caller then closes its copy, so cordon's
+// broker holds the only one.
+static int send_listener(int sock, int fd)
+{
+	char byte = 'L';
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	ssize_t r;
+	do
+		r = sendmsg(sock, &m, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	return r == 1 ? 0 : -1;
+}
+
 // cordon_load_seccomp installs the filter handed over in CORDON_SECCOMP_ENV
-// ("FLAGS:BASE64") on every thread, and removes the variable. The session
-// init (sessioninit_linux.c) loads it the same way.
-void cordon_load_seccomp(void)
+// ("FLAGS:BASE64") on every thread, and removes the variable. When FLAGS
+// ask for a listener (the broker), it is sent over broker_sock before any
+// call it governs can be made, and closed here. The session init
+// (sessioninit_linux.c) loads it the same way.
+void cordon_load_seccomp(int broker_sock)
 {
 	const char *v = getenv(CORDON_SECCOMP_ENV);
 	if (!v || !*v)
@@ -159,11 +190,22 @@ void cordon_load_seccomp(void)
 		.len = (unsigned short)(n / sizeof(struct sock_filter)),
 		.filter = (struct sock_filter *)prog,
 	};
-	long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags | SECCOMP_FILTER_FLAG_TSYNC, &fp);
-	if (r != 0) {
+	int listen = (flags & SECCOMP_FILTER_FLAG_NEW_LISTENER) != 0;
+	if (listen && broker_sock < 0)
+		die("the seccomp filter needs a broker but none was handed to the sandbox init");
+	// TSYNC and NEW_LISTENER together need TSYNC_ESRCH (this init is
+	// single-threaded anyway).
+	unsigned long load = flags | SECCOMP_FILTER_FLAG_TSYNC | (listen ? SECCOMP_FILTER_FLAG_TSYNC_ESRCH : 0);
+	long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, load, &fp);
+	if (r < 0 || (!listen && r != 0)) {
 		char msg[160];
 		snprintf(msg, sizeof(msg), "seccomp(SET_MODE_FILTER): %s", r < 0 ? strerror(errno) : "a thread could not be synchronized");
 		die(msg);
+	}
+	if (listen) {
+		if (send_listener(broker_sock, (int)r) < 0)
+			die("cannot hand the seccomp listener to cordon's broker");
+		close((int)r);
 	}
 	free(prog);
 	free(copy);
@@ -221,7 +263,11 @@ __attribute__((constructor)) static void cordon_sandbox_init(int argc, char **ar
 		first = 3;
 	if (first >= argc)
 		die("no command");
-	cordon_load_seccomp();
+	// The broker socket, when there is one, must not reach the command.
+	int broker = fcntl(CORDON_BROKER_FD, F_GETFD) < 0 ? -1 : CORDON_BROKER_FD;
+	cordon_load_seccomp(broker);
+	if (broker >= 0)
+		close(broker);
 
 	sigset_t set, old;
 	sigemptyset(&set);

@@ -5,7 +5,9 @@
 
 // cordon_load_seccomp loads the filter cordon handed over in the
 // environment on every thread, removes the variable, and exits 125 when
-// there is none or it cannot be loaded.
-void cordon_load_seccomp(void);
+// there is none or it cannot be loaded. When the filter has a listener
+// (cordon's broker), it is sent over broker_sock (a unix socket) as one
+// byte "L" with the descriptor, then closed.
+void cordon_load_seccomp(int broker_sock);
 
 #endif

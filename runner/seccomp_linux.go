@@ -138,6 +138,8 @@ func seccompAction(a configs.Action, errnoRet *uint) (libseccomp.ScmpAction, err
 		return libseccomp.ActAllow, nil
 	case configs.Log:
 		return libseccomp.ActLog, nil
+	case configs.Notify:
+		return libseccomp.ActNotify, nil
 	}
 	return libseccomp.ActInvalid, fmt.Errorf("seccomp action %d is not supported by cordon's precompiled filters", a)
 }

@@ -138,6 +138,8 @@ func (s *linuxSession) launch(ctx context.Context) error {
 		return fmt.Errorf("%w: control socket: %w", ErrSetup, err)
 	}
 	s.ctrl = os.NewFile(uintptr(fds[0]), "session-control")
+	run.brk = &brokerLink{done: make(chan struct{})}
+	run.onEnd(func() { run.brk.stop() })
 	child := os.NewFile(uintptr(fds[1]), "session-control-init")
 	defer child.Close()
 	lp.ExtraFiles = []*os.File{child}
@@ -183,7 +185,15 @@ func (s *linuxSession) launch(ctx context.Context) error {
 // the seccomp filter is loaded, before any command can run.
 func (s *linuxSession) awaitReady(ctx context.Context, initErr *TailBuffer) error {
 	ready := make(chan error, 1)
+	s.run.brk.serving.Store(true)
 	go func() {
+		// The init sends its seccomp listener first, then "R": the
+		// broker serves it before any command can run.
+		s.run.brk.serve(s.ctrl, newBrokerPolicy(s.eff), s.run.brokerCreds())
+		if err := s.run.brk.err; err != nil {
+			ready <- err
+			return
+		}
 		b := make([]byte, 1)
 		n, err := s.ctrl.Read(b)
 		if n == 1 && b[0] == sessionReadyByte {

@@ -32,6 +32,7 @@
 
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <linux/close_range.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -255,6 +256,61 @@ static void kill_tree(pid_t cmd, int *cmd_done, int *wst, struct rusage *ru)
 	}
 }
 
+// spawn_tty starts a TTY exec's command with fork: in a new session, it
+// opens the terminal and makes it its controlling one with TIOCSCTTY. (An
+// open without O_NOCTTY would not do: cordon's broker performs the open,
+// and a terminal becomes the controlling one of the process that opens
+// it.) An exec failure comes back as an errno over a close-on-exec pipe,
+// as posix_spawn reports it.
+static int spawn_tty(pid_t *pid, char **argv, char **envp, const char *tty)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return errno;
+	pid_t c = fork();
+	if (c < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return e;
+	}
+	if (c == 0) {
+		close(p[0]);
+		int e = 0;
+		int fd = -1;
+		if (setsid() < 0 || (fd = open(tty, O_RDWR | O_NOCTTY)) < 0 || ioctl(fd, TIOCSCTTY, 0) < 0 ||
+		    dup2(fd, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			e = errno;
+		if (!e) {
+			if (fd > 2)
+				close(fd);
+			syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+			sigset_t none;
+			sigemptyset(&none);
+			sigprocmask(SIG_SETMASK, &none, NULL);
+			extern char **environ;
+			environ = envp;
+			execvp(argv[0], argv);
+			e = errno;
+		}
+		(void)!write(p[1], &e, sizeof(e));
+		_exit(127);
+	}
+	close(p[1]);
+	int e = 0;
+	ssize_t r;
+	do
+		r = read(p[0], &e, sizeof(e));
+	while (r < 0 && errno == EINTR);
+	close(p[0]);
+	if (r == sizeof(e) && e) {
+		waitpid(c, NULL, 0);
+		return e;
+	}
+	*pid = c;
+	return 0;
+}
+
 // spawn starts the command with posix_spawn (a vfork-style clone: no copy
 // of the shim's address space) in a new session, with the request's env,
 // stdio as its only descriptors and an empty signal mask (every
@@ -266,18 +322,12 @@ static int spawn(pid_t *pid, char **argv, char **envp, int fds[3], const char *t
 	posix_spawnattr_t at;
 	sigset_t none;
 	sigemptyset(&none);
+	if (tty)
+		return spawn_tty(pid, argv, envp, tty);
 	if (posix_spawn_file_actions_init(&fa) || posix_spawnattr_init(&at))
 		return ENOMEM;
-	if (tty) {
-		// Opened after setsid (posix_spawn's order) and without
-		// O_NOCTTY, the terminal becomes the command's controlling one.
-		posix_spawn_file_actions_addopen(&fa, 0, tty, O_RDWR, 0);
-		posix_spawn_file_actions_adddup2(&fa, 0, 1);
-		posix_spawn_file_actions_adddup2(&fa, 0, 2);
-	} else {
-		for (int i = 0; i < 3; i++)
-			posix_spawn_file_actions_adddup2(&fa, fds[i], i);
-	}
+	for (int i = 0; i < 3; i++)
+		posix_spawn_file_actions_adddup2(&fa, fds[i], i);
 	// A fresh fd table: stdio only.
 	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 	posix_spawnattr_setsigmask(&at, &none);
@@ -642,7 +692,9 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 		sdie("cannot make the session init non-dumpable");
 	if (fcntl(CTRL_FD, F_SETFD, FD_CLOEXEC) < 0)
 		sdie("no control socket from cordon");
-	cordon_load_seccomp();
+	// The listener, when the filter has one, goes to the supervisor's
+	// broker over the control socket, before "R".
+	cordon_load_seccomp(CTRL_FD);
 
 	// Default dispositions for every signal, once: the commands forked
 	// from here inherit them and need not reset each.

@@ -12,6 +12,7 @@ import (
 	_ "github.com/opencontainers/cgroups/devices"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/specconv"
+	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon/spec"
 )
@@ -35,11 +36,12 @@ var setupSteps = []setupStep{
 	{"plan", (*linuxRun).plan},
 	{"state", (*linuxRun).beginState},
 	{"cgroup", (*linuxRun).delegatedCgroup},
-	{"placeholders", (*linuxRun).placeholders},
+	{"record", (*linuxRun).recordRun},
 	{"config", (*linuxRun).libcontainerConfig},
 	{"seccomp", (*linuxRun).seccomp},
 	{"create", (*linuxRun).create},
 	{"process", (*linuxRun).process},
+	{"broker", (*linuxRun).broker},
 	{"stdio", (*linuxRun).stdio},
 }
 
@@ -169,20 +171,11 @@ func (run *linuxRun) watchEvents() error {
 	return nil
 }
 
-// placeholders creates the missing deny and protect paths the guards need
-// (shared with concurrent runs), and records them before anything else can
-// fail, so a crash cannot strand them. The list is read again under the
-// registry's lock: a concurrent run may have removed a placeholder of its
-// own that this run's plan found in place.
-func (run *linuxRun) placeholders() error {
-	st := run.r.state
-	created, err := st.acquirePlaceholders(run.id, run.specPlan.Guarded, func() ([]string, error) {
-		return makePlaceholders(run.specPlan.Placeholders)
-	})
-	if rerr := st.writeRecord(runRecord{ID: run.id, PID: os.Getpid(), Placeholders: created}); rerr != nil && err == nil {
-		err = rerr
-	}
-	return err
+// recordRun writes the run's record, so a crash of cordon cannot strand
+// what the run holds (its state; no placeholder: the broker guards missing
+// deny and protect paths without anything on the host).
+func (run *linuxRun) recordRun() error {
+	return run.r.state.writeRecord(runRecord{ID: run.id, PID: os.Getpid()})
 }
 
 // libcontainerConfig converts the OCI spec to libcontainer's config.
@@ -206,11 +199,17 @@ func (run *linuxRun) libcontainerConfig() error {
 
 // seccomp compiles the filter (once, then cached) for cordon's init to
 // load before it starts the command, instead of libcontainer compiling it
-// in every container's init.
+// in every container's init. The filter hands the calls that change paths
+// to the broker (see broker_linux.go).
 func (run *linuxRun) seccomp() error {
-	bpf, err := run.r.seccompProgram(run.config.Seccomp)
+	if run.config.Seccomp == nil {
+		return fmt.Errorf("%w: the sandbox has no seccomp profile", ErrSetup)
+	}
+	brokered := brokeredSeccomp(run.config.Seccomp)
+	bpf, err := run.r.seccompProgram(brokered)
 	if err == nil {
-		run.seccompFlags, err = seccompLoadFlags(run.config.Seccomp)
+		run.seccompFlags, err = seccompLoadFlags(brokered)
+		run.seccompFlags |= unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
 	}
 	if err != nil {
 		return fmt.Errorf("seccomp: %w", err)
@@ -259,6 +258,22 @@ func (run *linuxRun) process() error {
 	lp.ExtraFiles = []*os.File{liveR, statusW}
 	lp.Args = initArgs(lp.Args)
 	run.lp = lp
+	return nil
+}
+
+// broker hands the init (fd 5) the socket it sends its seccomp listener
+// over, and serves that listener from the moment it arrives: the init
+// sends it before the command exists.
+func (run *linuxRun) broker() error {
+	l, err := newBrokerLink()
+	if err != nil {
+		return err
+	}
+	run.brk = l
+	run.onEnd(func() { l.stop() })
+	run.lp.ExtraFiles = append(run.lp.ExtraFiles, l.theirs)
+	l.serving.Store(true)
+	go l.serve(l.mine, newBrokerPolicy(run.eff), run.brokerCreds())
 	return nil
 }
 

@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -508,65 +506,6 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-// Placeholders returns the host paths of deny and protect entries that do
-// not exist yet but lie inside a writable mount, where the sandboxed process
-// could create them. libcontainer skips masks and read-only rebinds of
-// missing paths, so the runner creates an empty directory at each of these
-// (inside its mount, without following symlinks out of it) before the run
-// and removes it afterwards; ToOCI emits their masks and rebinds anyway.
-// Missing paths inside read-only areas need nothing: nothing can create
-// them. A path whose parent is a file is listed too: the process could
-// replace the file by a directory, so the runner must fail to prepare it
-// rather than run without the rule.
-func Placeholders(sb *Sandbox) []string {
-	var out []string
-	for _, p := range placeholders(sb, os.Lstat) {
-		out = append(out, p.Path())
-	}
-	return out
-}
-
-// Placeholder is one missing deny or protect path: Rel below the host
-// directory Zone of the writable mount that holds it.
-type Placeholder struct {
-	// Zone is the host directory of the mount (the user's own path; it is
-	// opened as given).
-	Zone string
-	// Rel is the path below Zone, which must be created without following
-	// any symlink.
-	Rel string
-}
-
-// Path is the placeholder's host path.
-func (p Placeholder) Path() string { return filepath.Join(p.Zone, p.Rel) }
-
-// PlaceholderDirs is Placeholders with the zone each path lies in, so the
-// runner can create them from the zone's directory without following
-// symlinks.
-func PlaceholderDirs(sb *Sandbox) []Placeholder { return placeholders(sb, os.Lstat) }
-
-func placeholders(sb *Sandbox, lstat func(string) (fs.FileInfo, error)) []Placeholder {
-	zones := sandboxZones(sb)
-	var out []Placeholder
-	for _, p := range append(slices.Clone(sb.Deny), sb.Protect...) {
-		z, ok := containingZone(zones, p)
-		if !ok || z.readonly {
-			continue
-		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(p, z.target), "/")
-		host := filepath.Join(z.source, rel)
-		_, err := lstat(host)
-		if err == nil || !(errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
-			continue
-		}
-		ph := Placeholder{Zone: z.source, Rel: rel}
-		if !slices.Contains(out, ph) {
-			out = append(out, ph)
-		}
-	}
-	return out
 }
 
 // containingZone returns the zone with the longest target holding p.

@@ -1305,68 +1305,10 @@ func TestSeccompDefault(t *testing.T) {
 	})
 }
 
-func TestOCIPlaceholders(t *testing.T) {
-	ws := t.TempDir()
-	other := t.TempDir()
-	mustMkdir := func(p string) {
-		t.Helper()
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mustMkdir(filepath.Join(ws, ".git"))
-	mustMkdir(filepath.Join(ws, "secrets"))
-	if err := os.WriteFile(filepath.Join(ws, "afile"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mustMkdir(filepath.Join(other, "present"))
-
-	tests := []struct {
-		name string
-		sb   Sandbox
-		want []string
-	}{
-		{"missing in a writable workspace", Sandbox{Root: ws,
-			Deny:    []string{ws + "/.env", ws + "/secrets"},
-			Protect: []string{ws + "/.git/hooks", ws + "/.vscode/x"}},
-			[]string{ws + "/.env", ws + "/.git/hooks", ws + "/.vscode/x"}},
-		{"nothing in a read-only workspace", Sandbox{Root: ws, Readonly: true,
-			Deny: []string{ws + "/.env"}, Protect: []string{ws + "/.git/hooks"}}, nil},
-		{"parent is a file", Sandbox{Root: ws, Protect: []string{ws + "/afile/x"}}, []string{ws + "/afile/x"}},
-		{"remapped mount gives the host path", Sandbox{
-			Mounts:  []Mount{{Source: other, Target: "/data"}},
-			Protect: []string{"/data/present", "/data/missing"}}, []string{other + "/missing"}},
-		{"read-only mount", Sandbox{Root: ws,
-			Mounts:  []Mount{{Source: other, Target: ws + "/vendor", Readonly: true}},
-			Protect: []string{ws + "/vendor/missing"}}, nil},
-		{"longest mount wins", Sandbox{Root: ws, Readonly: true,
-			Mounts: []Mount{{Source: other, Target: ws + "/out"}},
-			Deny:   []string{ws + "/out/missing", ws + "/missing"}}, []string{other + "/missing"}},
-		{"outside every zone", Sandbox{Root: ws, Deny: []string{"/tmp/x-cordon-none", "/root/.ssh"}}, nil},
-		{"below a protect path is read-only", Sandbox{Root: ws,
-			Mounts:  []Mount{{Source: other, Target: ws + "/.git/hooks/shared"}},
-			Protect: []string{ws + "/.git/hooks", ws + "/.git/hooks/shared/missing"}}, []string{ws + "/.git/hooks"}},
-		{"duplicates once", Sandbox{Root: ws, Deny: []string{ws + "/.env"}, Protect: []string{ws + "/.env"}},
-			[]string{ws + "/.env"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before := ociTree(t, ws, other)
-			got := Placeholders(&tt.sb)
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("Placeholders = %v, want %v", got, tt.want)
-			}
-			if after := ociTree(t, ws, other); !slices.Equal(before, after) {
-				t.Errorf("Placeholders changed the host: %v -> %v", before, after)
-			}
-		})
-	}
-}
-
-// TestOCIMissingProtectStillEnforced is the security property "protect
-// holds for paths missing at start": the spec carries the read-only rebind
-// of the missing path, Placeholders names it for the runner, and neither
-// creates anything on the host.
+// TestOCIMissingProtectStillEnforced: the spec still carries the read-only
+// rebind and the mask of a missing path (a runtime that skips missing
+// paths skips them; cordon's runner enforces them with its broker), and the
+// translation creates nothing on the host.
 func TestOCIMissingProtectStillEnforced(t *testing.T) {
 	ws := t.TempDir()
 	sb := &Sandbox{Root: ws, System: System{Kind: SystemNone}, Protect: []string{ws + "/.git/hooks"}, Deny: []string{ws + "/.env"}}
@@ -1377,29 +1319,11 @@ func TestOCIMissingProtectStillEnforced(t *testing.T) {
 	if !slices.Contains(s.Linux.ReadonlyPaths, ws+"/.git/hooks") || !slices.Contains(s.Linux.MaskedPaths, ws+"/.env") {
 		t.Errorf("missing paths dropped: ro %v masked %v", s.Linux.ReadonlyPaths, s.Linux.MaskedPaths)
 	}
-	if got := Placeholders(sb); !slices.Equal(got, []string{ws + "/.env", ws + "/.git/hooks"}) {
-		t.Errorf("Placeholders = %v", got)
-	}
 	for _, p := range []string{ws + "/.git", ws + "/.env"} {
 		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s exists after translation: %v", p, err)
 		}
 	}
-}
-
-func ociTree(t *testing.T, roots ...string) []string {
-	t.Helper()
-	var out []string
-	for _, r := range roots {
-		err := filepath.Walk(r, func(p string, _ os.FileInfo, err error) error {
-			out = append(out, p)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
 }
 
 func ExampleToOCI() {

@@ -4,24 +4,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
-	"strings"
-	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // Plan is everything a backend needs to build one sandbox, from one
-// translation: the spec, the host directories to create first, the host
-// paths the guards rely on, and what is not enforced.
+// translation: the spec, the host paths the guards rely on, and what is not
+// enforced. Nothing is created on the host for it: a deny or protect path
+// missing at start has no mount; the runner's broker refuses creating it.
 type Plan struct {
 	// Spec is the OCI runtime spec.
 	Spec *specs.Spec
-	// Placeholders are the missing deny and protect paths inside writable
-	// mounts (see PlaceholderDirs). The spec already guards them as the
-	// empty directories the runner must create before the run.
-	Placeholders []Placeholder
 	// Guarded are the host paths the guards rely on (see GuardedPaths).
 	Guarded []string
 	// Unenforced are the keys of the parts of the sandbox that are not
@@ -29,8 +22,7 @@ type Plan struct {
 	Unenforced []string
 }
 
-// NewPlan translates sb into the plan of a run of proc: ToOCI's spec, built
-// as it will be once the placeholders exist, with the placeholders, the
+// NewPlan translates sb into the plan of a run of proc: ToOCI's spec, the
 // guarded paths and what is not enforced. A backend calls it once.
 func NewPlan(sb *Sandbox, proc Process, ro RunOptions, opts ...Opt) (*Plan, error) {
 	return newPlan(sb, proc, ro, currentHost(ro.Host), opts...)
@@ -42,13 +34,11 @@ func newPlan(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) 
 	}
 	// Deny and protect hold at every sandbox path of the same host file.
 	sb = WithAliases(sb)
-	phs := placeholders(sb, h.lstat)
-	h.lstat = withPlaceholders(h.lstat, phs)
 	s, err := toOCI(sb, proc, ro, h, opts...)
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Spec: s, Placeholders: phs, Guarded: GuardedPaths(sb)}
+	p := &Plan{Spec: s, Guarded: GuardedPaths(sb)}
 	if u, ok := s.Annotations[AnnotationUnenforced]; ok {
 		if err := json.Unmarshal([]byte(u), &p.Unenforced); err != nil {
 			return nil, fmt.Errorf("annotations: %w", err)
@@ -56,37 +46,3 @@ func newPlan(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) 
 	}
 	return p, nil
 }
-
-// withPlaceholders wraps lstat so that the directories the runner will
-// create for phs (each placeholder and its missing parents) look like the
-// empty directories they will be; every other answer is lstat's.
-func withPlaceholders(lstat func(string) (fs.FileInfo, error), phs []Placeholder) func(string) (fs.FileInfo, error) {
-	if len(phs) == 0 {
-		return lstat
-	}
-	dirs := map[string]bool{}
-	for _, ph := range phs {
-		cur := ph.Zone
-		for _, name := range strings.Split(ph.Rel, "/") {
-			cur = filepath.Join(cur, name)
-			dirs[cur] = true
-		}
-	}
-	return func(p string) (fs.FileInfo, error) {
-		fi, err := lstat(p)
-		if err != nil && dirs[p] && errors.Is(err, fs.ErrNotExist) {
-			return placeholderInfo(filepath.Base(p)), nil
-		}
-		return fi, err
-	}
-}
-
-// placeholderInfo describes a placeholder directory that does not exist yet.
-type placeholderInfo string
-
-func (n placeholderInfo) Name() string     { return string(n) }
-func (placeholderInfo) Size() int64        { return 0 }
-func (placeholderInfo) Mode() fs.FileMode  { return fs.ModeDir | 0o755 }
-func (placeholderInfo) ModTime() time.Time { return time.Time{} }
-func (placeholderInfo) IsDir() bool        { return true }
-func (placeholderInfo) Sys() any           { return nil }

@@ -1,0 +1,207 @@
+// Package broker decides and performs, outside the sandbox, the system
+// calls by which a sandboxed process creates, removes, renames, links or
+// opens for writing a path: the calls cordon's seccomp filter hands to it
+// through a seccomp user-notification descriptor.
+//
+// The broker never lets such a call continue in the kernel
+// (SECCOMP_USER_NOTIF_FLAG_CONTINUE would re-read the caller's path, which
+// another of its threads can change after the check). It copies the path
+// out of the caller's memory, resolves it in the sandbox's own view (the
+// caller's root, working directory or directory descriptor, with openat2
+// and RESOLVE_IN_ROOT), decides on the resolved path, and performs the
+// call itself on the directory descriptor it resolved, with the caller's
+// ids, umask and no capabilities; an opened file is installed in the
+// caller with SECCOMP_IOCTL_NOTIF_ADDFD. A refusal is recorded with its
+// path: the runner reports it from this record, not from the command's
+// output.
+package broker
+
+import (
+	"runtime"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Policy decides which paths the sandbox may change.
+type Policy interface {
+	// Refuse returns the rule that forbids creating, changing or removing
+	// the sandbox path p, or "" when nothing does. With subtree, p is a
+	// directory being renamed: a rule matching anything below p refuses
+	// it too.
+	Refuse(p string, subtree bool) string
+}
+
+// Denial is one refused call.
+type Denial struct {
+	// Op is the system call ("openat", "mkdir", "rename", ...).
+	Op string
+	// Path is the sandbox path that was refused.
+	Path string
+	// Rule is the deny or protect entry that refused it.
+	Rule string
+}
+
+// Creds are the ids the broker acts with (root runs: the command's own;
+// rootless runs act as the caller, who is the command's host uid).
+type Creds struct {
+	// Set says to switch to UID, GID and Groups; without it the broker
+	// acts as cordon (rootless: the same uid as the command).
+	Set      bool
+	UID, GID int
+	Groups   []int
+}
+
+// Broker serves one seccomp notification descriptor.
+type Broker struct {
+	fd     int
+	policy Policy
+	creds  Creds
+
+	mu      sync.Mutex
+	denials []Denial
+	failed  error
+
+	work chan *notif
+	wg   sync.WaitGroup
+	stop chan struct{}
+	tid  int
+	done chan struct{}
+}
+
+// workers is how many calls are performed at once.
+const workers = 4
+
+// Start serves fd (which the broker now owns) until Stop.
+func Start(fd int, p Policy, c Creds) *Broker {
+	b := &Broker{fd: fd, policy: p, creds: c, work: make(chan *notif), stop: make(chan struct{}), done: make(chan struct{})}
+	ready := make(chan struct{})
+	for range workers {
+		b.wg.Add(1)
+		go b.worker()
+	}
+	go b.dispatch(ready)
+	<-ready
+	return b
+}
+
+// dispatch receives notifications and hands them to the workers.
+func (b *Broker) dispatch(ready chan struct{}) {
+	runtime.LockOSThread() // Stop interrupts this thread's wait
+	b.tid = unix.Gettid()
+	close(ready)
+	defer close(b.done)
+	defer close(b.work)
+	for {
+		n := new(notif)
+		err := recv(b.fd, n)
+		select {
+		case <-b.stop:
+			return
+		default:
+		}
+		if err != nil {
+			if err == unix.EINTR || err == unix.ENOENT {
+				continue
+			}
+			b.fail(err)
+			return
+		}
+		b.work <- n
+	}
+}
+
+// Stop ends the service and closes the descriptor: a call still notified
+// then fails in the kernel (ENOSYS); nothing runs unchecked.
+func (b *Broker) Stop() {
+	close(b.stop)
+	for {
+		_ = unix.Tgkill(unix.Getpid(), b.tid, unix.SIGURG) // interrupts the wait; the runtime ignores it
+		select {
+		case <-b.done:
+			b.wg.Wait()
+			unix.Close(b.fd)
+			return
+		case <-afterShort():
+		}
+	}
+}
+
+func (b *Broker) fail(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.failed == nil {
+		b.failed = err
+	}
+}
+
+// Err is why the broker stopped serving early, if it did.
+func (b *Broker) Err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failed
+}
+
+// Denials returns the refused calls so far, in order.
+func (b *Broker) Denials() []Denial {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]Denial(nil), b.denials...)
+}
+
+func (b *Broker) deny(op, path, rule string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.denials) < 1000 {
+		b.denials = append(b.denials, Denial{Op: op, Path: path, Rule: rule})
+	}
+}
+
+// worker performs calls on a thread of its own: its umask is per thread
+// (CLONE_FS unshared) and, for root runs, so are its ids and capabilities.
+// The thread is never handed back to the runtime: it ends with the worker.
+func (b *Broker) worker() {
+	defer b.wg.Done()
+	runtime.LockOSThread()
+	ok := unix.Unshare(unix.CLONE_FS) == nil
+	if ok && b.creds.Set {
+		ok = dropTo(b.creds) == nil
+	}
+	for n := range b.work {
+		if !ok {
+			respond(b.fd, n.ID, 0, unix.EACCES)
+			continue
+		}
+		b.handle(n)
+	}
+}
+
+// dropTo makes this thread act as c with no capability but CAP_SYS_PTRACE
+// (raw syscalls: they change this thread only).
+func dropTo(c Creds) error {
+	gids := make([]uint32, len(c.Groups))
+	for i, g := range c.Groups {
+		gids[i] = uint32(g)
+	}
+	var p uintptr
+	if len(gids) > 0 {
+		p = uintptr(unsafePointer(&gids[0]))
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(gids)), p, 0); e != 0 {
+		return e
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(c.GID), uintptr(c.GID), uintptr(c.GID)); e != 0 {
+		return e
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(c.UID), uintptr(c.UID), uintptr(c.UID)); e != 0 {
+		return e
+	}
+	// CAP_SYS_PTRACE alone stays: reading the caller's memory and its
+	// /proc entries needs it when the caller is not dumpable (the session
+	// init's shims); it grants nothing on files.
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	data[0].Effective = 1 << unix.CAP_SYS_PTRACE
+	data[0].Permitted = 1 << unix.CAP_SYS_PTRACE
+	return unix.Capset(&hdr, &data[0])
+}

@@ -1,0 +1,66 @@
+package broker
+
+import "golang.org/x/sys/unix"
+
+// commonCalls are the brokered calls every architecture has.
+var commonCalls = map[int32]sysc{
+	unix.SYS_OPENAT: {"openat", func(b *Broker, c *call, a [6]uint64) result {
+		return b.open(c, "openat", dirfdArg(a[0]), a[1], int(int32(a[2])), uint32(a[3]))
+	}},
+	unix.SYS_MKDIRAT: {"mkdirat", func(b *Broker, c *call, a [6]uint64) result {
+		return b.mkdir(c, "mkdirat", dirfdArg(a[0]), a[1], uint32(a[2]))
+	}},
+	unix.SYS_MKNODAT: {"mknodat", func(b *Broker, c *call, a [6]uint64) result {
+		return b.mknod(c, "mknodat", dirfdArg(a[0]), a[1], uint32(a[2]), a[3])
+	}},
+	unix.SYS_UNLINKAT: {"unlinkat", func(b *Broker, c *call, a [6]uint64) result {
+		return b.unlink(c, "unlinkat", dirfdArg(a[0]), a[1], int(int32(a[2])))
+	}},
+	unix.SYS_RENAMEAT2: {"renameat2", func(b *Broker, c *call, a [6]uint64) result {
+		return b.rename(c, "renameat2", a, 0, 2, uint(uint32(a[4])))
+	}},
+	unix.SYS_LINKAT: {"linkat", func(b *Broker, c *call, a [6]uint64) result {
+		return b.link(c, "linkat", a, int(int32(a[4])))
+	}},
+	unix.SYS_SYMLINKAT: {"symlinkat", func(b *Broker, c *call, a [6]uint64) result {
+		return b.symlink(c, "symlinkat", a[0], dirfdArg(a[1]), a[2])
+	}},
+	unix.SYS_FCHMODAT: {"fchmodat", func(b *Broker, c *call, a [6]uint64) result {
+		return b.chmod(c, "fchmodat", dirfdArg(a[0]), a[1], uint32(a[2]), 0)
+	}},
+	sysFchmodat2: {"fchmodat2", func(b *Broker, c *call, a [6]uint64) result {
+		return b.chmod(c, "fchmodat2", dirfdArg(a[0]), a[1], uint32(a[2]), int(int32(a[3])))
+	}},
+	unix.SYS_TRUNCATE: {"truncate", func(b *Broker, c *call, a [6]uint64) result {
+		return b.truncate(c, "truncate", a[0], int64(a[1]))
+	}},
+}
+
+// sysFchmodat2 is fchmodat2's number, the same on amd64 and arm64.
+const sysFchmodat2 = 452
+
+// calls maps this architecture's syscall numbers to their brokers.
+var calls = func() map[int32]sysc {
+	m := map[int32]sysc{}
+	for nr, s := range commonCalls {
+		m[nr] = s
+	}
+	for nr, s := range archCalls {
+		m[nr] = s
+	}
+	return m
+}()
+
+// Syscalls are the names of the calls the broker performs: the seccomp
+// filter must notify exactly these (open and openat only when they may
+// write).
+func Syscalls() []string {
+	var out []string
+	for _, s := range calls {
+		out = append(out, s.name)
+	}
+	return out
+}
+
+// atCWD is AT_FDCWD as a syscall argument.
+const atCWD = uint64(0xffffff9c)

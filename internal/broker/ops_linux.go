@@ -1,0 +1,394 @@
+package broker
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+func unsafePointer[T any](p *T) unsafe.Pointer { return unsafe.Pointer(p) }
+
+func afterShort() <-chan time.Time { return time.After(5 * time.Millisecond) }
+
+// setidBits is S_ISUID|S_ISGID: no brokered call sets them (spec's seccomp
+// narrowing refuses them in the kernel for the calls it does not broker).
+const setidBits = 0o6000
+
+// writeFlags are the open flags that make the broker decide an open.
+const writeFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
+
+// result is a call's answer: a value, a descriptor to install, or an errno.
+type result struct {
+	val     int64
+	fd      int
+	cloexec bool
+	errno   unix.Errno
+}
+
+func fail(err error) result { return result{fd: -1, errno: errnoOf(err)} }
+func ok(v int64) result     { return result{val: v, fd: -1} }
+
+// handle decides and performs one notification, then answers it.
+func (b *Broker) handle(n *notif) {
+	c := &call{n: n, pid: int(n.Pid)}
+	defer c.close()
+	var r result
+	if n.Arch != nativeArch {
+		r = fail(unix.ENOSYS)
+	} else if sc, known := calls[n.Nr]; !known {
+		r = fail(unix.ENOSYS)
+	} else {
+		r = sc.run(b, c, n.Args)
+		if r.errno == 0 && !valid(b.fd, n.ID) {
+			// Cannot happen for a live caller: it waits for this answer.
+			r = fail(unix.ESRCH)
+		}
+	}
+	if r.fd >= 0 {
+		if err := sendFD(b.fd, n.ID, r.fd, r.cloexec); err != nil {
+			respond(b.fd, n.ID, 0, errnoOf(err))
+		}
+		unix.Close(r.fd)
+		return
+	}
+	respond(b.fd, n.ID, r.val, r.errno)
+}
+
+// sysc is one brokered system call: its name and how it is performed.
+type sysc struct {
+	name string
+	run  func(b *Broker, c *call, a [6]uint64) result
+}
+
+// check refuses p when a rule forbids changing it, and records why.
+func (b *Broker) check(op, p string, subtree bool) bool {
+	if rule := b.policy.Refuse(p, subtree); rule != "" {
+		b.deny(op, p, rule)
+		return false
+	}
+	return true
+}
+
+func dirfdArg(v uint64) int32 { return int32(v) }
+
+// --- open ----------------------------------------------------------------
+
+func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags int, mode uint32) result {
+	path, err := c.str(pathAddr)
+	if err != nil {
+		return fail(err)
+	}
+	cloexec := flags&unix.O_CLOEXEC != 0
+	if flags&writeFlags == 0 && flags&unix.O_PATH == 0 {
+		// Not a write: the filter sends only writes, so only a changed
+		// flag word (another thread) gets here. Decide it as a write.
+		flags |= 0
+	}
+	if flags&unix.O_CREAT != 0 && mode&setidBits != 0 {
+		return fail(unix.EPERM)
+	}
+	full, err := c.full(dirfd, path)
+	if err != nil {
+		return fail(err)
+	}
+	if fd, isMagic := magicFD(full); isMagic {
+		return b.reopenCallerFD(c, op, fd, flags)
+	}
+	for range 40 {
+		l, err := c.atFull(full)
+		if err != nil {
+			return fail(err)
+		}
+		var st unix.Stat_t
+		err = unix.Fstatat(l.dir, l.name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		switch {
+		case err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
+			if flags&unix.O_NOFOLLOW != 0 || flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL {
+				return fail(unix.ELOOP)
+			}
+			target, err := readlinkat(l.dir, l.name)
+			if err != nil {
+				return fail(err)
+			}
+			if strings.HasPrefix(target, "/") {
+				full = target
+			} else {
+				full = l.path[:strings.LastIndexByte(l.path, '/')+1] + target
+			}
+			continue
+		case err == nil:
+			if flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL {
+				return fail(unix.EEXIST)
+			}
+			if !b.check(op, l.path, false) {
+				return fail(unix.EACCES)
+			}
+			if st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == unix.Mkdev(5, 0) {
+				return fail(unix.ENXIO) // /dev/tty: the broker has not the caller's terminal
+			}
+			fd, err := unix.Openat(l.dir, l.name, (flags|unix.O_NOFOLLOW|unix.O_CLOEXEC)&^unix.O_CREAT, 0)
+			if err == unix.ELOOP {
+				continue // replaced by a symlink meanwhile: resolve again
+			}
+			if err != nil {
+				return fail(err)
+			}
+			return result{fd: fd, cloexec: cloexec}
+		case err == unix.ENOENT && flags&unix.O_CREAT != 0:
+			if !b.check(op, l.path, false) {
+				return fail(unix.EACCES)
+			}
+			unix.Umask(c.umask())
+			fd, err := unix.Openat(l.dir, l.name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+			if err == unix.ELOOP {
+				continue
+			}
+			if err != nil {
+				return fail(err)
+			}
+			return result{fd: fd, cloexec: cloexec}
+		default:
+			return fail(err)
+		}
+	}
+	return fail(unix.ELOOP)
+}
+
+// magicFD recognizes the paths that name one of the caller's own
+// descriptors (/dev/stdout, /proc/self/fd/N, ...): the kernel reopens the
+// descriptor's file for them, which is what the broker does too.
+func magicFD(full string) (int, bool) {
+	p := cleanAbs(full)
+	switch p {
+	case "/dev/stdin":
+		return 0, true
+	case "/dev/stdout":
+		return 1, true
+	case "/dev/stderr":
+		return 2, true
+	}
+	for _, pre := range []string{"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"} {
+		if rest, ok := strings.CutPrefix(p, pre); ok {
+			if n, err := strconv.Atoi(rest); err == nil && n >= 0 {
+				return n, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func cleanAbs(p string) string {
+	parts := strings.Split(p, "/")
+	var out []string
+	for _, s := range parts {
+		switch s {
+		case "", ".":
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		default:
+			out = append(out, s)
+		}
+	}
+	return "/" + strings.Join(out, "/")
+}
+
+// reopenCallerFD opens the file behind the caller's descriptor fd again,
+// with flags, as the kernel does for /proc/self/fd/N.
+func (b *Broker) reopenCallerFD(c *call, op string, fd, flags int) result {
+	link := "/proc/" + strconv.Itoa(c.pid) + "/fd/" + strconv.Itoa(fd)
+	if p, err := linkPath(link); err == nil && !b.check(op, p, false) {
+		return fail(unix.EACCES)
+	}
+	nfd, err := unix.Open(link, (flags|unix.O_CLOEXEC)&^(unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW), 0)
+	if err != nil {
+		return fail(err)
+	}
+	if p, err := fdPath(nfd); err == nil && !b.check(op, p, false) {
+		unix.Close(nfd)
+		return fail(unix.EACCES)
+	}
+	return result{fd: nfd, cloexec: flags&unix.O_CLOEXEC != 0}
+}
+
+func readlinkat(dir int, name string) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(dir, name, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+// --- names ---------------------------------------------------------------
+
+func (b *Broker) mkdir(c *call, op string, dirfd int32, pathAddr uint64, mode uint32) result {
+	if mode&setidBits != 0 {
+		return fail(unix.EPERM)
+	}
+	l, err := c.atPath(dirfd, pathAddr)
+	if err != nil {
+		return fail(err)
+	}
+	if !b.check(op, l.path, false) {
+		return fail(unix.EACCES)
+	}
+	unix.Umask(c.umask())
+	return errResult(unix.Mkdirat(l.dir, l.name, mode))
+}
+
+func (b *Broker) mknod(c *call, op string, dirfd int32, pathAddr uint64, mode uint32, dev uint64) result {
+	if mode&setidBits != 0 {
+		return fail(unix.EPERM)
+	}
+	l, err := c.atPath(dirfd, pathAddr)
+	if err != nil {
+		return fail(err)
+	}
+	if !b.check(op, l.path, false) {
+		return fail(unix.EACCES)
+	}
+	unix.Umask(c.umask())
+	return errResult(unix.Mknodat(l.dir, l.name, mode, int(dev)))
+}
+
+func (b *Broker) unlink(c *call, op string, dirfd int32, pathAddr uint64, flags int) result {
+	l, err := c.atPath(dirfd, pathAddr)
+	if err != nil {
+		return fail(err)
+	}
+	if !b.check(op, l.path, false) {
+		return fail(unix.EACCES)
+	}
+	return errResult(unix.Unlinkat(l.dir, l.name, flags))
+}
+
+func (b *Broker) rename(c *call, op string, a [6]uint64, oldArg, newArg int, flags uint) result {
+	from, err := c.atPath(dirfdArg(a[oldArg]), a[oldArg+1])
+	if err != nil {
+		return fail(err)
+	}
+	to, err := c.atPath(dirfdArg(a[newArg]), a[newArg+1])
+	if err != nil {
+		return fail(err)
+	}
+	if !b.check(op, from.path, isDir(from)) || !b.check(op, to.path, isDir(to) || isDir(from)) {
+		return fail(unix.EACCES)
+	}
+	return errResult(unix.Renameat2(from.dir, from.name, to.dir, to.name, flags))
+}
+
+func isDir(l loc) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(l.dir, l.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+func (b *Broker) link(c *call, op string, a [6]uint64, flags int) result {
+	to, err := c.atPath(dirfdArg(a[2]), a[3])
+	if err != nil {
+		return fail(err)
+	}
+	if !b.check(op, to.path, false) {
+		return fail(unix.EACCES)
+	}
+	var src int
+	if flags&unix.AT_EMPTY_PATH != 0 {
+		p, err := c.str(a[1])
+		if err == nil && p == "" {
+			// linkat(fd, "", ...): the caller's descriptor (an O_TMPFILE).
+			fd, err := unix.Open("/proc/"+strconv.Itoa(c.pid)+"/fd/"+strconv.Itoa(int(int32(a[0]))), unix.O_PATH|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return fail(unix.EBADF)
+			}
+			src = c.keep(fd)
+			if fp, err := fdPath(src); err == nil && !b.check(op, fp, false) {
+				return fail(unix.EACCES)
+			}
+			return errResult(unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(src), to.dir, to.name, unix.AT_SYMLINK_FOLLOW))
+		}
+	}
+	pathAddr := a[1]
+	p, err := c.str(pathAddr)
+	if err != nil {
+		return fail(err)
+	}
+	fd, srcPath, err := c.follow(dirfdArg(a[0]), p, flags&unix.AT_SYMLINK_FOLLOW == 0)
+	if err != nil {
+		return fail(err)
+	}
+	// A second name for a protected or denied file would be a way to
+	// write or read it.
+	if !b.check(op, srcPath, false) {
+		return fail(unix.EACCES)
+	}
+	return errResult(unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), to.dir, to.name, unix.AT_SYMLINK_FOLLOW))
+}
+
+func (b *Broker) symlink(c *call, op string, targetAddr uint64, dirfd int32, pathAddr uint64) result {
+	target, err := c.str(targetAddr)
+	if err != nil {
+		return fail(err)
+	}
+	l, err := c.atPath(dirfd, pathAddr)
+	if err != nil {
+		return fail(err)
+	}
+	if !b.check(op, l.path, false) {
+		return fail(unix.EACCES)
+	}
+	return errResult(unix.Symlinkat(target, l.dir, l.name))
+}
+
+// chmod changes the mode of the file the path names (following a final
+// symlink, as chmod does).
+func (b *Broker) chmod(c *call, op string, dirfd int32, pathAddr uint64, mode uint32, flags int) result {
+	if mode&setidBits != 0 {
+		return fail(unix.EPERM)
+	}
+	p, err := c.str(pathAddr)
+	if err != nil {
+		return fail(err)
+	}
+	fd, path, err := c.follow(dirfd, p, flags&unix.AT_SYMLINK_NOFOLLOW != 0)
+	if err != nil {
+		return fail(err)
+	}
+	if !b.check(op, path, false) {
+		return fail(unix.EACCES)
+	}
+	return errResult(unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), mode, 0))
+}
+
+func (b *Broker) truncate(c *call, op string, pathAddr uint64, length int64) result {
+	p, err := c.str(pathAddr)
+	if err != nil {
+		return fail(err)
+	}
+	fd, path, err := c.follow(unix.AT_FDCWD, p, false)
+	if err != nil {
+		return fail(err)
+	}
+	if !b.check(op, path, false) {
+		return fail(unix.EACCES)
+	}
+	return errResult(unix.Truncate("/proc/self/fd/"+strconv.Itoa(fd), length))
+}
+
+func (c *call) atPath(dirfd int32, pathAddr uint64) (loc, error) {
+	p, err := c.str(pathAddr)
+	if err != nil {
+		return loc{}, err
+	}
+	return c.at(dirfd, p)
+}
+
+func errResult(err error) result {
+	if err != nil {
+		return fail(err)
+	}
+	return ok(0)
+}

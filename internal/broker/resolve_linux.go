@@ -1,0 +1,235 @@
+package broker
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// call is one notified system call being decided: the caller, its
+// arguments, and the descriptors opened to answer it.
+type call struct {
+	n    *notif
+	pid  int
+	fds  []int
+	root int
+}
+
+func (c *call) close() {
+	for _, fd := range c.fds {
+		unix.Close(fd)
+	}
+	c.fds = nil
+}
+
+func (c *call) keep(fd int) int {
+	c.fds = append(c.fds, fd)
+	return fd
+}
+
+// str copies the NUL-terminated string at addr out of the caller's memory,
+// page by page (a string may end just before an unmapped page). The copy is
+// what is decided on and acted on: the caller cannot change it afterwards.
+func (c *call) str(addr uint64) (string, error) {
+	if addr == 0 {
+		return "", unix.EFAULT
+	}
+	var out []byte
+	buf := make([]byte, 4096)
+	for len(out) <= unix.PathMax {
+		n := 4096 - int(addr%4096)
+		local := []unix.Iovec{{Base: &buf[0], Len: uint64(n)}}
+		remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: n}}
+		got, err := unix.ProcessVMReadv(c.pid, local, remote, 0)
+		if err != nil {
+			return "", unix.EFAULT
+		}
+		if i := bytes.IndexByte(buf[:got], 0); i >= 0 {
+			return string(append(out, buf[:i]...)), nil
+		}
+		out = append(out, buf[:got]...)
+		addr += uint64(got)
+	}
+	return "", unix.ENAMETOOLONG
+}
+
+// rootFD opens the caller's root directory: every path is resolved in the
+// sandbox's own view, never in cordon's.
+func (c *call) rootFD() (int, error) {
+	if c.root > 0 {
+		return c.root, nil
+	}
+	fd, err := unix.Open("/proc/"+strconv.Itoa(c.pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, unix.EACCES
+	}
+	c.root = c.keep(fd)
+	return fd, nil
+}
+
+// fdPath returns the sandbox path of descriptor fd of this process (the
+// kernel names a file of another mount namespace from that namespace's
+// root). A file with no path (deleted, a pipe) is an error: nothing can
+// be decided on it.
+func fdPath(fd int) (string, error) {
+	return linkPath("/proc/self/fd/" + strconv.Itoa(fd))
+}
+
+func linkPath(link string) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlink(link, buf)
+	if err != nil {
+		return "", err
+	}
+	p := string(buf[:n])
+	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, " (deleted)") {
+		return "", unix.ENOENT
+	}
+	return p, nil
+}
+
+// dirOf returns the sandbox path a relative path of the caller starts
+// from: its working directory, or the directory dirfd names.
+func (c *call) dirOf(dirfd int32) (string, error) {
+	if dirfd == unix.AT_FDCWD {
+		return linkPath("/proc/" + strconv.Itoa(c.pid) + "/cwd")
+	}
+	if dirfd < 0 {
+		return "", unix.EBADF
+	}
+	p, err := linkPath(fmt.Sprintf("/proc/%d/fd/%d", c.pid, dirfd))
+	if err != nil {
+		return "", unix.EBADF
+	}
+	return p, nil
+}
+
+// full joins the caller's starting directory and path, without cleaning
+// it: ".." is left to the kernel, which resolves it after symlinks.
+func (c *call) full(dirfd int32, path string) (string, error) {
+	if path == "" {
+		return "", unix.ENOENT
+	}
+	if strings.HasPrefix(path, "/") {
+		return path, nil
+	}
+	d, err := c.dirOf(dirfd)
+	if err != nil {
+		return "", err
+	}
+	return d + "/" + path, nil
+}
+
+// loc is a name in a directory the broker holds open: the operation acts
+// on exactly the directory that was decided on, whatever the caller does to
+// the path meanwhile.
+type loc struct {
+	dir  int    // O_PATH descriptor of the parent directory
+	path string // the sandbox path of the name: parent's path + "/" + name
+	name string
+}
+
+const resolveFlags = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
+
+// at resolves (dirfd, path) to its parent directory, in the sandbox's view
+// and inside its root, following symlinks in every component but the last.
+func (c *call) at(dirfd int32, path string) (loc, error) {
+	full, err := c.full(dirfd, path)
+	if err != nil {
+		return loc{}, err
+	}
+	return c.atFull(full)
+}
+
+func (c *call) atFull(full string) (loc, error) {
+	trimmed := strings.TrimRight(full, "/")
+	if trimmed == "" {
+		return loc{}, unix.EBUSY // the root itself
+	}
+	i := strings.LastIndexByte(trimmed, '/')
+	parent, name := trimmed[:i+1], trimmed[i+1:]
+	if name == "." || name == ".." {
+		return loc{}, unix.EINVAL
+	}
+	root, err := c.rootFD()
+	if err != nil {
+		return loc{}, err
+	}
+	fd, err := unix.Openat2(root, parent, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: resolveFlags})
+	if err != nil {
+		return loc{}, err
+	}
+	c.keep(fd)
+	dir, err := fdPath(fd)
+	if err != nil {
+		return loc{}, unix.ENOENT
+	}
+	p := strings.TrimSuffix(dir, "/") + "/" + name
+	return loc{dir: fd, path: p, name: name}, nil
+}
+
+// follow resolves (dirfd, path) completely (symlinks in the last component
+// too, unless nofollow) to an O_PATH descriptor and its sandbox path.
+func (c *call) follow(dirfd int32, path string, nofollow bool) (int, string, error) {
+	full, err := c.full(dirfd, path)
+	if err != nil {
+		return -1, "", err
+	}
+	root, err := c.rootFD()
+	if err != nil {
+		return -1, "", err
+	}
+	flags := uint64(unix.O_PATH | unix.O_CLOEXEC)
+	if nofollow {
+		flags |= unix.O_NOFOLLOW
+	}
+	fd, err := unix.Openat2(root, full, &unix.OpenHow{Flags: flags, Resolve: resolveFlags})
+	if err != nil {
+		return -1, "", err
+	}
+	c.keep(fd)
+	p, err := fdPath(fd)
+	if err != nil {
+		return -1, "", err
+	}
+	return fd, p, nil
+}
+
+// umask reads the caller's umask, which the broker applies to what it
+// creates for it.
+func (c *call) umask() int {
+	data, err := readFile("/proc/" + strconv.Itoa(c.pid) + "/status")
+	if err != nil {
+		return 0o022
+	}
+	i := bytes.Index(data, []byte("Umask:\t"))
+	if i < 0 {
+		return 0o022
+	}
+	f := bytes.Fields(data[i+7:])
+	if len(f) == 0 {
+		return 0o022
+	}
+	v, err := strconv.ParseUint(string(f[0]), 8, 32)
+	if err != nil {
+		return 0o022
+	}
+	return int(v)
+}
+
+func readFile(p string) ([]byte, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 4096)
+	n, err := unix.Read(fd, buf)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
+}

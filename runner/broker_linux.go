@@ -1,0 +1,235 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/internal/broker"
+	"github.com/cordon-run/cordon/spec"
+)
+
+// The broker (internal/broker) performs, outside the sandbox, every call
+// that creates, removes, renames, links or opens a path for writing, and
+// refuses those that would change a deny or protect path, whether it
+// exists or not. So no placeholder is needed on the host for a missing
+// path, and a host that renames over a covered file does not lift its
+// protection: the decision is on the path, at the moment of the call.
+
+// brokerOpenWrite are the open flags the filter sends to the broker:
+// O_WRONLY|O_RDWR|O_CREAT|O_TRUNC (O_TMPFILE needs a write mode).
+var brokerOpenWrite = []uint64{0o1, 0o2, 0o100, 0o1000}
+
+// brokeredSeccomp rewrites the filter so that the broker's calls are
+// notified to it: open and openat when a flag may write, the others always.
+// The rules they had (the setid narrowing of spec/seccomp_modes.go) are
+// replaced: the broker refuses S_ISUID and S_ISGID itself.
+func brokeredSeccomp(c *configs.Seccomp) *configs.Seccomp {
+	names := broker.Syscalls()
+	out := *c
+	out.Syscalls = nil
+	for _, s := range c.Syscalls {
+		if s != nil && slices.Contains(names, s.Name) {
+			continue
+		}
+		out.Syscalls = append(out.Syscalls, s)
+	}
+	flagArg := map[string]uint{"open": 1, "openat": 2}
+	for _, n := range names {
+		idx, isOpen := flagArg[n]
+		if !isOpen {
+			out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Notify})
+			continue
+		}
+		var mask uint64
+		for _, bit := range brokerOpenWrite {
+			mask |= bit
+			out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Notify,
+				Args: []*configs.Arg{{Index: idx, Value: bit, ValueTwo: bit, Op: configs.MaskEqualTo}}})
+		}
+		out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Allow,
+			Args: []*configs.Arg{{Index: idx, Value: mask, ValueTwo: 0, Op: configs.MaskEqualTo}}})
+	}
+	return &out
+}
+
+// brokerPolicy refuses changes to the sandbox's deny and protect paths
+// (and what lies below them), at every sandbox path of the same host file.
+type brokerPolicy struct {
+	rules []brokerRule
+}
+
+type brokerRule struct{ kind, path string }
+
+func newBrokerPolicy(sb *spec.Sandbox) brokerPolicy {
+	sb = spec.WithAliases(sb)
+	var p brokerPolicy
+	for _, d := range sb.Deny {
+		p.rules = append(p.rules, brokerRule{"deny", d})
+	}
+	for _, d := range sb.Protect {
+		p.rules = append(p.rules, brokerRule{"protect", d})
+	}
+	return p
+}
+
+// Refuse returns "deny PATH" or "protect PATH" for the entry that forbids
+// changing path.
+func (p brokerPolicy) Refuse(path string, subtree bool) string {
+	for _, r := range p.rules {
+		if under(path, r.path) || (subtree && under(r.path, path)) {
+			return r.kind + " " + r.path
+		}
+	}
+	return ""
+}
+
+func under(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// brokerCreds are the ids the broker acts with: a root run's command's
+// own (with no capabilities, as the command); a rootless run acts as the
+// caller, who is the command on the host.
+func (run *linuxRun) brokerCreds() broker.Creds {
+	if run.r.rootless || run.oci.Process == nil {
+		return broker.Creds{}
+	}
+	u := run.oci.Process.User
+	c := broker.Creds{Set: true, UID: int(u.UID), GID: int(u.GID)}
+	for _, g := range u.AdditionalGids {
+		c.Groups = append(c.Groups, int(g))
+	}
+	return c
+}
+
+// brokerLink is cordon's end of the socket the sandbox's init sends its
+// seccomp listener over, and the broker once it arrived.
+type brokerLink struct {
+	mine, theirs *os.File
+	mu           sync.Mutex
+	b            *broker.Broker
+	denials      []broker.Denial
+	serving      atomic.Bool // serve was called: done will be closed
+	done         chan struct{}
+	err          error
+}
+
+func newBrokerLink() (*brokerLink, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("broker socket: %w", err)
+	}
+	return &brokerLink{mine: os.NewFile(uintptr(fds[0]), "broker"), theirs: os.NewFile(uintptr(fds[1]), "broker-init"), done: make(chan struct{})}, nil
+}
+
+// serve waits for the listener on conn (l.mine, or a session's control
+// socket) and serves it with policy p. It ends when the init closed its end
+// without sending one (it failed; it reports why).
+func (l *brokerLink) serve(conn *os.File, p broker.Policy, c broker.Creds) {
+	l.serving.Store(true)
+	defer close(l.done)
+	fd, err := recvListener(conn)
+	if l.mine != nil {
+		l.mine.Close()
+	}
+	if err != nil {
+		l.err = err
+		return
+	}
+	l.mu.Lock()
+	l.b = broker.Start(fd, p, c)
+	l.mu.Unlock()
+}
+
+// stop ends the broker (the sandbox is gone) and returns its denials. It
+// may be called again: the later calls return the same denials.
+func (l *brokerLink) stop() []broker.Denial {
+	if l.theirs != nil {
+		l.theirs.Close()
+	}
+	if !l.serving.Load() {
+		return nil
+	}
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.b != nil {
+		l.b.Stop()
+		l.denials = l.b.Denials()
+		l.b = nil
+	}
+	return l.denials
+}
+
+// recvListener reads the one byte "L" and the descriptor the init sends.
+func recvListener(f *os.File) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return -1, fmt.Errorf("broker: %w", err)
+	}
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4))
+	var n, oobn int
+	var rerr error
+	err = rc.Read(func(fd uintptr) bool {
+		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		return rerr != unix.EAGAIN && rerr != unix.EINTR
+	})
+	if err == nil {
+		err = rerr
+	}
+	{
+		if err != nil {
+			return -1, fmt.Errorf("broker: %w", err)
+		}
+		if n != 1 || buf[0] != 'L' {
+			return -1, errors.New("broker: the init sent no seccomp listener")
+		}
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil || len(msgs) != 1 {
+			return -1, errors.New("broker: no descriptor with the listener message")
+		}
+		fds, err := unix.ParseUnixRights(&msgs[0])
+		if err != nil || len(fds) != 1 {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+			return -1, errors.New("broker: no descriptor with the listener message")
+		}
+		return fds[0], nil
+	}
+}
+
+// brokerDenials explains a failure by the broker's own record of what it
+// refused: the exact path, whatever the command printed (or did not).
+func brokerDenials(d []broker.Denial) Explainer {
+	return func(_ Outcome, res *Result) bool {
+		if len(d) == 0 {
+			return false
+		}
+		first := d[0]
+		what := "may read it but never create, change, rename or remove it"
+		if strings.HasPrefix(first.Rule, "deny ") {
+			what = "may never read, create, change, rename or remove it"
+		}
+		detail := fmt.Sprintf("%s of %s was refused by the sandbox's %s: the command %s", first.Op, first.Path, first.Rule, what)
+		if n := len(d) - 1; n > 0 {
+			detail += fmt.Sprintf(" (and %d more refused", n)
+			if n > 1 {
+				detail += " calls)"
+			} else {
+				detail += " call)"
+			}
+		}
+		*res = Denied(*res, Denial{Path: first.Path, Detail: detail})
+		return true
+	}
+}

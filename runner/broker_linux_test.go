@@ -1,0 +1,181 @@
+package runner_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/spec"
+)
+
+// listing returns every path under root with its type, for comparing the
+// host before, during and after a run.
+func listing(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		out = append(out, p+" "+fi.Mode().Type().String())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// waitForFile polls for p, the sign a sandboxed script reached a point.
+func waitForFile(t *testing.T, p string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(p); err == nil {
+			return
+		}
+		if i > 2400 {
+			t.Fatalf("%s never appeared", p)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// TestIntegrationBrokerNothingOnHost is the security property "a run
+// creates nothing on the host for missing deny and protect paths": the
+// workspace lists the same before, during and after a run that does
+// nothing, and the missing protected names cannot be created.
+func TestIntegrationBrokerNothingOnHost(t *testing.T) {
+	sb := newSandbox(t)
+	sb.Protect = append(sb.Protect, filepath.Join(sb.Root, ".vscode"), filepath.Join(sb.Root, ".bashrc"), filepath.Join(sb.Root, ".git/commondir"))
+	sb.Deny = []string{filepath.Join(sb.Root, ".env")}
+	sync := t.TempDir()
+	sb.Mounts = append(sb.Mounts, spec.Mount{Source: sync})
+	before := listing(t, sb.Root)
+	done := make(chan runOut, 1)
+	go func() {
+		done <- run(t, sb, "", sh("touch "+sync+"/started; while [ ! -e "+sync+"/go ]; do sleep 0.05; done")...)
+	}()
+	waitForFile(t, filepath.Join(sync, "started"))
+	during := listing(t, sb.Root)
+	if err := os.WriteFile(filepath.Join(sync, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := <-done
+	if out.res.ExitCode != 0 {
+		t.Fatalf("run: %+v %s", out.res, out.stderr)
+	}
+	after := listing(t, sb.Root)
+	if !slices.Equal(before, during) || !slices.Equal(before, after) {
+		t.Fatalf("the host changed:\nbefore %v\nduring %v\nafter  %v", before, during, after)
+	}
+	for _, script := range []string{
+		"mkdir .vscode", "echo x > .bashrc", "echo TOKEN=x > .env", "mkdir -p .git && echo ../x > .git/commondir",
+		"touch y && mv y .bashrc", "touch y && ln y .env", "ln -s /etc/passwd .bashrc", "mkdir -p .git && mkfifo .git/config",
+	} {
+		out := run(t, sb, "", sh(script)...)
+		if out.res.FailureType != runner.FailureSandboxDenied || out.res.BlockedPath == "" {
+			t.Errorf("%s: want sandbox_denied with the path, got %+v %s", script, out.res, out.stderr)
+		}
+		for _, p := range []string{".vscode", ".bashrc", ".env", ".git/commondir", ".git/config"} {
+			mustNotExist(t, filepath.Join(sb.Root, p))
+		}
+		_ = os.RemoveAll(filepath.Join(sb.Root, ".git"))
+		_ = os.Remove(filepath.Join(sb.Root, "y"))
+	}
+}
+
+// TestIntegrationBrokerHostRenameKeepsProtection is the security property
+// "a host-side rename mid-run does not lift protection": git on the host
+// rewrites .git/config by renaming config.lock over it, which detaches the
+// read-only mount over the old file; the sandbox still cannot write the new
+// one, and the refusal names it.
+func TestIntegrationBrokerHostRenameKeepsProtection(t *testing.T) {
+	sb := newSandbox(t)
+	cfg := filepath.Join(sb.Root, ".git/config")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte("[core]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sync := t.TempDir()
+	sb.Mounts = append(sb.Mounts, spec.Mount{Source: sync})
+	done := make(chan runOut, 1)
+	go func() {
+		done <- run(t, sb, "", sh("touch "+sync+"/started; while [ ! -e "+sync+"/go ]; do sleep 0.05; done; "+
+			"echo '[core] fsmonitor = evil' >> .git/config; echo x > .git/config.lock2 && mv .git/config.lock2 .git/config; "+
+			"truncate -s 0 .git/config; chmod 777 .git/config; rm .git/config")...)
+	}()
+	waitForFile(t, filepath.Join(sync, "started"))
+	lock := cfg + ".lock"
+	if err := os.WriteFile(lock, []byte("[core]\n\tbare = false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(lock, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sync, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := <-done
+	if out.res.FailureType != runner.FailureSandboxDenied || out.res.BlockedPath != cfg {
+		t.Fatalf("want sandbox_denied on %s, got %+v %s", cfg, out.res, out.stderr)
+	}
+	b, err := os.ReadFile(cfg)
+	if err != nil || string(b) != "[core]\n\tbare = false\n" {
+		t.Fatalf("the host's config changed: %q %v", b, err)
+	}
+	if fi, err := os.Stat(cfg); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("the host's config mode changed: %v %v", fi, err)
+	}
+}
+
+// TestIntegrationBrokerGitWorks: real git in an existing repository, with
+// .git/hooks and .git/config protected: status, add, commit, branch, log,
+// stash and rebase all work, and nothing but git's own work appears.
+func TestIntegrationBrokerGitWorks(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	sb := newSandbox(t)
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = sb.Root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, b)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "root")
+	hooks := listing(t, filepath.Join(sb.Root, ".git/hooks"))
+	cfg, _ := os.ReadFile(filepath.Join(sb.Root, ".git/config"))
+	script := `set -e
+export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t
+echo a > a.txt; git add a.txt; git commit -q -m a
+git branch feature; git checkout -q feature; echo b > b.txt; git add b.txt; git commit -q -m b
+git checkout -q main; echo c > c.txt; git add c.txt; git commit -q -m c
+echo dirty >> a.txt; git stash -q; git stash pop -q; git checkout -q -- a.txt
+git checkout -q feature; git rebase -q main; git log --oneline | wc -l; git status --short | wc -l`
+	out := run(t, sb, "", sh(script)...)
+	if out.res.ExitCode != 0 || strings.TrimSpace(out.stdout) != "4\n0" {
+		t.Fatalf("git in the sandbox: %+v stdout %q stderr %s", out.res, out.stdout, out.stderr)
+	}
+	if got := listing(t, filepath.Join(sb.Root, ".git/hooks")); !slices.Equal(got, hooks) {
+		t.Fatalf("hooks changed: %v -> %v", hooks, got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(sb.Root, ".git/config")); !bytes.Equal(b, cfg) {
+		t.Fatalf("config changed: %q -> %q", cfg, b)
+	}
+	out = run(t, sb, "", sh("printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > .git/hooks/pre-commit; git config core.hooksPath /tmp")...)
+	if out.res.FailureType != runner.FailureSandboxDenied {
+		t.Fatalf("planting was not refused: %+v %s", out.res, out.stderr)
+	}
+	mustNotExist(t, filepath.Join(sb.Root, ".git/hooks/pre-commit"))
+}
