@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -89,6 +91,12 @@ type RunOptions struct {
 	Rootless bool
 	// HostUID and HostGID are the caller's ids on the host (rootless only).
 	HostUID, HostGID uint32
+	// Placeholders says the caller creates the missing deny and protect
+	// paths inside writable mounts as empty directories before the spec is
+	// used (a bundle for another runtime), so the spec guards them as
+	// such. cordon's own runs leave it false: their broker refuses creating
+	// those paths, with nothing on the host.
+	Placeholders bool
 	// CgroupsPath is linux.cgroupsPath; "" leaves it unset.
 	CgroupsPath string
 	// Hostname is the sandbox's hostname; "" means DefaultHostname.
@@ -506,6 +514,47 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// Placeholder is one missing deny or protect path: Rel below the host
+// directory Zone of the writable mount that holds it.
+type Placeholder struct {
+	// Zone is the host directory of the mount (the user's own path; it is
+	// opened as given).
+	Zone string
+	// Rel is the path below Zone, which must be created without following
+	// any symlink.
+	Rel string
+}
+
+// Path is the placeholder's host path.
+func (p Placeholder) Path() string { return filepath.Join(p.Zone, p.Rel) }
+
+// PlaceholderDirs is Placeholders with the zone each path lies in, so the
+// runner can create them from the zone's directory without following
+// symlinks.
+func PlaceholderDirs(sb *Sandbox) []Placeholder { return placeholders(sb, os.Lstat) }
+
+func placeholders(sb *Sandbox, lstat func(string) (fs.FileInfo, error)) []Placeholder {
+	zones := sandboxZones(sb)
+	var out []Placeholder
+	for _, p := range append(slices.Clone(sb.Deny), sb.Protect...) {
+		z, ok := containingZone(zones, p)
+		if !ok || z.readonly {
+			continue
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, z.target), "/")
+		host := filepath.Join(z.source, rel)
+		_, err := lstat(host)
+		if err == nil || !(errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
+			continue
+		}
+		ph := Placeholder{Zone: z.source, Rel: rel}
+		if !slices.Contains(out, ph) {
+			out = append(out, ph)
+		}
+	}
+	return out
 }
 
 // containingZone returns the zone with the longest target holding p.

@@ -4,6 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -15,6 +19,11 @@ import (
 type Plan struct {
 	// Spec is the OCI runtime spec.
 	Spec *specs.Spec
+	// Placeholders are, with RunOptions.Placeholders only, the missing
+	// deny and protect paths inside writable mounts that the caller
+	// creates as empty directories (see PlaceholderDirs); the spec guards
+	// them as such.
+	Placeholders []Placeholder
 	// Guarded are the host paths the guards rely on (see GuardedPaths).
 	Guarded []string
 	// Unenforced are the keys of the parts of the sandbox that are not
@@ -34,11 +43,16 @@ func newPlan(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) 
 	}
 	// Deny and protect hold at every sandbox path of the same host file.
 	sb = WithAliases(sb)
+	var phs []Placeholder
+	if ro.Placeholders {
+		phs = placeholders(sb, h.lstat)
+		h.lstat = withPlaceholders(h.lstat, phs)
+	}
 	s, err := toOCI(sb, proc, ro, h, opts...)
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Spec: s, Guarded: GuardedPaths(sb)}
+	p := &Plan{Spec: s, Placeholders: phs, Guarded: GuardedPaths(sb)}
 	if u, ok := s.Annotations[AnnotationUnenforced]; ok {
 		if err := json.Unmarshal([]byte(u), &p.Unenforced); err != nil {
 			return nil, fmt.Errorf("annotations: %w", err)
@@ -46,3 +60,37 @@ func newPlan(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) 
 	}
 	return p, nil
 }
+
+// withPlaceholders wraps lstat so that the directories the runner will
+// create for phs (each placeholder and its missing parents) look like the
+// empty directories they will be; every other answer is lstat's.
+func withPlaceholders(lstat func(string) (fs.FileInfo, error), phs []Placeholder) func(string) (fs.FileInfo, error) {
+	if len(phs) == 0 {
+		return lstat
+	}
+	dirs := map[string]bool{}
+	for _, ph := range phs {
+		cur := ph.Zone
+		for _, name := range strings.Split(ph.Rel, "/") {
+			cur = filepath.Join(cur, name)
+			dirs[cur] = true
+		}
+	}
+	return func(p string) (fs.FileInfo, error) {
+		fi, err := lstat(p)
+		if err != nil && dirs[p] && errors.Is(err, fs.ErrNotExist) {
+			return placeholderInfo(filepath.Base(p)), nil
+		}
+		return fi, err
+	}
+}
+
+// placeholderInfo describes a placeholder directory that does not exist yet.
+type placeholderInfo string
+
+func (n placeholderInfo) Name() string     { return string(n) }
+func (placeholderInfo) Size() int64        { return 0 }
+func (placeholderInfo) Mode() fs.FileMode  { return fs.ModeDir | 0o755 }
+func (placeholderInfo) ModTime() time.Time { return time.Time{} }
+func (placeholderInfo) IsDir() bool        { return true }
+func (placeholderInfo) Sys() any           { return nil }

@@ -47,7 +47,7 @@ func bundleMain(args []string) int {
 	}
 	if n := len(b.Placeholders); n > 0 {
 		fmt.Fprintf(os.Stderr, "cordon bundle: created %d empty directories where deny or protect paths were missing, so that the runtime can guard them "+
-			"(cordon run makes and removes them for each run; keep these while the bundle is used): %s\n", n, strings.Join(b.Placeholders, " "))
+			"(a stock runtime needs them to cover those paths; cordon run needs none, its broker refuses creating them; keep these while the bundle is used): %s\n", n, strings.Join(b.Placeholders, " "))
 	}
 	for _, o := range b.OnlyCordon {
 		fmt.Fprintf(os.Stderr, "cordon bundle: only cordon run enforces: %s\n", o)
