@@ -14,28 +14,6 @@ import (
 	"time"
 )
 
-func looksHTTP(line string) bool {
-	line = strings.TrimLeft(line, "\r\n")
-	for _, m := range httpMethods {
-		if strings.HasPrefix(line, m) {
-			return true
-		}
-	}
-	return false
-}
-
-// firstLineHTTP reports whether the client's first line ends in HTTP/1.0
-// or HTTP/1.1: a request with a method token the guard does not list.
-func firstLineHTTP(b string) bool {
-	b = strings.TrimLeft(b, "\r\n")
-	i := strings.IndexByte(b, '\n')
-	if i < 0 {
-		return false
-	}
-	line := strings.ToUpper(strings.TrimRight(b[:i], "\r"))
-	return strings.HasSuffix(line, " HTTP/1.1") || strings.HasSuffix(line, " HTTP/1.0")
-}
-
 // emptyLines reads the empty lines a client may send before a request
 // (servers skip them), to be forwarded with the request once it is
 // allowed; it returns an error at the end of the stream.
@@ -95,25 +73,26 @@ func ambiguousFraming(head []byte) string {
 
 // httpLoop checks the Host of every request on a plain HTTP connection and
 // forwards each request's bytes as they were sent. A refused request gets
-// a 403 whose body says why, and the connection ends.
-func (c *tcpConn) httpLoop(br *bufio.Reader, up net.Conn, out *atomic.Int64) error {
+// a 403 whose body says why, and the connection ends. After a CONNECT or
+// an Upgrade request it returns again: what follows is decided afresh.
+func (c *tcpConn) httpLoop(br *bufio.Reader, up net.Conn, out *atomic.Int64) (again bool, err error) {
 	for {
 		lead, err := emptyLines(br)
 		if err != nil {
-			return nil
+			return false, nil
 		}
 		head, err := readHead(br)
 		if err != nil {
-			return c.deny(FromHTTP, c.ev.Host, ReasonHTTPHost, fmt.Sprintf("%s: unreadable HTTP request: %v", hostPort(c.ev.Host, c.port), err))
+			return false, c.deny(FromHTTP, c.ev.Host, ReasonHTTPHost, fmt.Sprintf("%s: unreadable HTTP request: %v", hostPort(c.ev.Host, c.port), err))
 		}
 		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head)))
 		if err != nil {
-			return c.deny(FromHTTP, c.ev.Host, ReasonHTTPHost, fmt.Sprintf("%s: unreadable HTTP request: %v", hostPort(c.ev.Host, c.port), err))
+			return false, c.deny(FromHTTP, c.ev.Host, ReasonHTTPHost, fmt.Sprintf("%s: unreadable HTTP request: %v", hostPort(c.ev.Host, c.port), err))
 		}
 		if why := ambiguousFraming(head); why != "" {
 			// The server could read another request where the guard
 			// reads a body, and that request's Host would go unchecked.
-			return c.deny(FromHTTP, req.Host, ReasonHTTPFraming, fmt.Sprintf("%s: HTTP request with %s refused: its end is ambiguous", hostPort(c.ev.Host, c.port), why))
+			return false, c.deny(FromHTTP, req.Host, ReasonHTTPFraming, fmt.Sprintf("%s: HTTP request with %s refused: its end is ambiguous", hostPort(c.ev.Host, c.port), why))
 		}
 		host := req.Host
 		if h, _, err := net.SplitHostPort(host); err == nil {
@@ -133,22 +112,24 @@ func (c *tcpConn) httpLoop(br *bufio.Reader, up net.Conn, out *atomic.Int64) err
 			closeWrite(c.downConn)
 			_ = c.downConn.SetReadDeadline(time.Now().Add(2 * time.Second))
 			_, _ = io.Copy(io.Discard, br)
-			return err
+			return false, err
 		}
 		c.ev.Host, c.ev.HostFrom, c.ev.Rule = name, FromHTTP, r.Text
 		n, err := up.Write(append(lead, head...))
 		out.Add(int64(n))
 		if err != nil {
-			return nil
+			return false, nil
 		}
 		if err := forwardBody(br, up, req, out); err != nil {
-			return nil
+			var fe framingError
+			if errors.As(err, &fe) {
+				// The server could read what follows as another request.
+				return false, c.deny(FromHTTP, name, ReasonHTTPFraming, fmt.Sprintf("%s: HTTP request body refused: %v", hostPort(name, c.port), err))
+			}
+			return false, nil
 		}
 		if req.Method == http.MethodConnect || req.Header.Get("Upgrade") != "" {
-			// The stream is no longer HTTP/1.1 requests.
-			n, _ := io.Copy(up, br)
-			out.Add(n)
-			return nil
+			return true, nil
 		}
 	}
 }
@@ -188,9 +169,9 @@ func forwardBody(br *bufio.Reader, up io.Writer, req *http.Request, out *atomic.
 			if i := strings.IndexByte(sz, ';'); i >= 0 {
 				sz = sz[:i]
 			}
-			n, err := strconv.ParseInt(sz, 16, 64)
-			if err != nil || n < 0 {
-				return fmt.Errorf("bad chunk size %q", sz)
+			n, err := strconv.ParseUint(sz, 16, 62)
+			if err != nil || strings.TrimLeft(sz, "0123456789abcdefABCDEF") != "" {
+				return framingError(fmt.Sprintf("bad chunk size %q", sz))
 			}
 			if n == 0 {
 				// Trailers, through the blank line.
@@ -202,7 +183,19 @@ func forwardBody(br *bufio.Reader, up io.Writer, req *http.Request, out *atomic.
 				out.Add(int64(w))
 				return err
 			}
-			if err := copyN(up, br, n+2, out); err != nil {
+			if err := copyN(up, br, int64(n), out); err != nil {
+				return err
+			}
+			// The chunk's CRLF, checked: a server that ends the chunk
+			// elsewhere would read the next bytes as another request.
+			crlf, err := br.Peek(2)
+			if err != nil {
+				return err
+			}
+			if string(crlf) != "\r\n" {
+				return framingError("a chunk not ended by CRLF")
+			}
+			if err := copyN(up, br, 2, out); err != nil {
 				return err
 			}
 		}
@@ -212,6 +205,11 @@ func forwardBody(br *bufio.Reader, up io.Writer, req *http.Request, out *atomic.
 	}
 	return nil
 }
+
+// framingError: a request body whose framing the guard cannot follow.
+type framingError string
+
+func (e framingError) Error() string { return string(e) }
 
 func copyN(w io.Writer, r io.Reader, n int64, out *atomic.Int64) error {
 	k, err := io.CopyN(w, r, n)

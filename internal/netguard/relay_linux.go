@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -61,36 +62,40 @@ func closeWrite(c net.Conn) {
 var errDenied = errors.New("netguard: denied")
 
 func (c *tcpConn) clientToServer(br *bufio.Reader, up net.Conn, out *atomic.Int64) error {
-	first, err := br.Peek(1)
-	if err != nil {
-		return nil
-	}
 	byName := c.addrRule.Text == ""
-	if first[0] == 0x16 {
-		if err := c.checkTLS(br, up, out, byName); err != nil {
-			return err
+	for {
+		first, err := br.Peek(1)
+		if err != nil {
+			return nil
+		}
+		kind := kindRaw
+		switch {
+		case first[0] == 0x16:
+			if err := c.checkTLS(br, up, out, byName); err != nil {
+				return err
+			}
+		case byName:
+			// A connection to an allowed address is not read: any name
+			// may be asked of it.
+			kind = firstLine(br)
+		}
+		switch kind {
+		case kindH2:
+			return c.deny(FromAddr, c.ev.Host, ReasonHTTPHost, fmt.Sprintf("%s: HTTP/2 without TLS hides the host name; use https or HTTP/1.1", hostPort(c.ev.Host, c.port)))
+		case kindHTTP:
+			again, err := c.httpLoop(br, up, out)
+			if err != nil || !again {
+				return err
+			}
+			// After CONNECT or an Upgrade the client may speak anything,
+			// HTTP or TLS included (the server may not have taken it):
+			// decided as a new connection's first bytes are.
+			continue
 		}
 		n, _ := io.Copy(up, br)
 		out.Add(n)
 		return nil
 	}
-	line := ""
-	if byName {
-		// A connection to an allowed address is not read: any name
-		// may be asked of it.
-		line = firstLine(br)
-	}
-	switch {
-	case byName && strings.HasPrefix(strings.TrimLeft(line, "\r\n"), h2Preface):
-		return c.deny(FromAddr, c.ev.Host, ReasonHTTPHost, fmt.Sprintf("%s: HTTP/2 without TLS hides the host name; use https or HTTP/1.1", hostPort(c.ev.Host, c.port)))
-	case byName && (looksHTTP(line) || firstLineHTTP(line)):
-		// A method, or a first line that ends in HTTP/1.x (any method
-		// token), after the empty lines servers skip.
-		return c.httpLoop(br, up, out)
-	}
-	n, _ := io.Copy(up, br)
-	out.Add(n)
-	return nil
 }
 
 // deny records a denial of this connection.
@@ -156,32 +161,83 @@ func (s *sniffConn) SetWriteDeadline(time.Time) error { return nil }
 func (s *sniffConn) LocalAddr() net.Addr              { return &net.TCPAddr{} }
 func (s *sniffConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
 
-var httpMethods = []string{"GET ", "HEAD ", "POST ", "PUT ", "DELETE ", "OPTIONS ", "PATCH ", "CONNECT ", "TRACE ", "PROPFIND "}
+// httpMethods are the methods whose request line is HTTP even without a
+// version (HTTP/0.9's "GET /"); any other method token followed by a
+// target and a version is HTTP too, as servers accept any token.
+var httpMethods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "CONNECT", "TRACE", "PROPFIND"}
 
-// firstLine returns what the client sent first on a connection made by
-// name: its whole first line when it begins as text, so that a request
-// line split across writes is still seen whole; or what arrived, when it
-// begins with a byte that no text line does. A text line never ended
-// holds the connection (fail closed), up to maxHead bytes.
-func firstLine(br *bufio.Reader) string {
-	b, _ := br.Peek(br.Buffered())
-	for text(b) && bytes.IndexByte(bytes.TrimLeft(b, "\r\n"), '\n') < 0 && len(b) < maxHead {
+// What a client speaks, from its first line.
+const (
+	kindUndecided = iota
+	kindRaw
+	kindHTTP
+	kindH2
+)
+
+// firstLine decides what the client of a connection made by name speaks,
+// from its first bytes: it holds them (fail closed) until classify can
+// tell, so that a request line split across writes is still seen whole. A
+// first line still undecided at maxHead bytes is HTTP (servers accept
+// longer request lines), and its head is then refused as too large.
+func firstLine(br *bufio.Reader) int {
+	for {
+		b, _ := br.Peek(br.Buffered())
+		k := classify(b)
+		switch {
+		case k != kindUndecided:
+			return k
+		case len(b) >= maxHead:
+			return kindHTTP
+		}
 		if _, err := br.Peek(len(b) + 1); err != nil {
-			break
-		}
-		b, _ = br.Peek(br.Buffered())
-	}
-	return string(b)
-}
-
-// text reports whether b is printable ASCII, tabs and line ends.
-func text(b []byte) bool {
-	for _, c := range b {
-		if (c < 0x20 || c > 0x7e) && c != '\r' && c != '\n' && c != '\t' {
-			return false
+			return kindRaw
 		}
 	}
-	return true
 }
 
-const h2Preface = "PRI "
+// classify decides from a client's first bytes: empty lines (which
+// servers skip), then a method token, a space and a line with an HTTP
+// version anywhere in it (or a known method: HTTP/0.9) is HTTP; "PRI" is
+// HTTP/2's preface; a first byte that no token begins, a token followed
+// by anything but a space, or a control byte in the line is something
+// else; the rest is undecided until the line ends.
+func classify(b []byte) int {
+	i := 0
+	for i < len(b) && (b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	start := i
+	for i < len(b) && isToken(b[i]) {
+		i++
+	}
+	if i == len(b) {
+		return kindUndecided
+	}
+	if i == start || b[i] != ' ' && b[i] != '\t' {
+		return kindRaw
+	}
+	method, line := string(b[start:i]), b[i:]
+	end := bytes.IndexByte(line, '\n')
+	if end >= 0 {
+		line = line[:end]
+	}
+	for _, ch := range line {
+		if ch < 0x20 && ch != '\t' && ch != '\r' || ch == 0x7f {
+			return kindRaw
+		}
+	}
+	switch {
+	case method == "PRI":
+		return kindH2
+	case end < 0:
+		return kindUndecided
+	case bytes.Contains(bytes.ToUpper(line), []byte(" HTTP/")) || slices.Contains(httpMethods, method):
+		return kindHTTP
+	}
+	return kindRaw
+}
+
+// isToken reports whether ch may be in an HTTP method (RFC 9110's tchar).
+func isToken(ch byte) bool {
+	return ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", ch) >= 0
+}

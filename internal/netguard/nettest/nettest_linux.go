@@ -27,6 +27,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,6 +54,9 @@ type Host struct {
 	// inNS: the servers run inside NS (as root).
 	inNS bool
 	git  atomic.Pointer[cgi.Handler]
+	// served are the Host of every request the HTTP servers answered.
+	mu     sync.Mutex
+	served []string
 	// Extra are more names the DNS server answers, with other addresses.
 	Extra map[string]netip.Addr
 	// DNS is a resolver that asks the host's DNS server, as the guard's
@@ -156,6 +160,9 @@ func (h *Host) listen(t testing.TB, network string, port int) any {
 func (h *Host) serve(t testing.TB) {
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Test-Host", r.Host)
+		h.mu.Lock()
+		h.served = append(h.served, r.Host)
+		h.mu.Unlock()
 		if g := h.git.Load(); g != nil && strings.HasPrefix(r.URL.Path, "/git/") {
 			g.ServeHTTP(w, r)
 			return
@@ -287,6 +294,14 @@ func (h *Host) certificate(t testing.TB) (tls.Certificate, []byte) {
 		t.Fatal(err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+}
+
+// Served returns the Host of every request the HTTP and HTTPS servers
+// answered so far, in order.
+func (h *Host) Served() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.served...)
 }
 
 // URL is the address of the HTTP (scheme "http") or HTTPS server as name.
