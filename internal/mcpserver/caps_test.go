@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,5 +36,20 @@ func TestToolResultsCapped(t *testing.T) {
 	text, isErr = call(t, cs, "read", map[string]any{"path": "prog"})
 	if !isErr || !strings.Contains(text, "ELF") || !strings.Contains(text, "with a command") || strings.Contains(text, "\x7fELF") {
 		t.Fatalf("read of an ELF file = %q (error %v); want a refusal with a hint", text[:min(len(text), 300)], isErr)
+	}
+}
+
+// TestStdioServerVersion: `cordon mcp` announces cordon's version (the
+// module version and VCS revision `cordon version` prints), not "dev".
+func TestStdioServerVersion(t *testing.T) {
+	f := newFixture(t, "")
+	cs := startCordonMCP(t, f.ws, "--config", f.config)
+	info := cs.InitializeResult().ServerInfo
+	if info == nil || info.Name != mcpserver.Name || info.Version == "" || info.Version == "dev" {
+		t.Fatalf("serverInfo = %+v; want cordon's version", info)
+	}
+	out, err := exec.Command(cordonBin(t), "version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "cordon "+info.Version+" (") {
+		t.Fatalf("cordon version = %q (%v); serverInfo.version = %q", out, err, info.Version)
 	}
 }
