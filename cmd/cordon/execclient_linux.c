@@ -58,46 +58,114 @@ static void restore_tty(void)
 // file with one link is accepted, and the open never blocks on a FIFO. The
 // Go side (internal/hostfile) follows a link in a folder the caller cannot
 // write; this client follows none.
+//
+// Unlike a run's, the report of an exec cannot be denied inside the
+// sandbox (the session was built before the path was known), so a command
+// can replace the file at the path while it runs (rm and a forged report in
+// its place) or write into it. write_report therefore walks the path again
+// once the command's processes are gone, writes through the descriptor only
+// when the path still names that file, and otherwise removes what is at the
+// path (never following it) and creates the report afresh there.
 static int report_fd = -1;
+static char *report_path;
 
-static int open_report(const char *path)
+// report_dir opens the folder of path one component at a time, following
+// no symbolic link, and points *name at the last component (inside *copy,
+// which the caller frees).
+static int report_dir(const char *path, char **copy, const char **name)
 {
+	*name = NULL;
+	*copy = strdup(path);
+	if (!*copy)
+		return -1;
 	int dfd = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -1;
-	char *copy = strdup(path);
-	if (!copy) {
-		close(dfd);
-		return -1;
-	}
-	char *save = NULL, *name = NULL;
-	for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		if (name) {
-			int n = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	char *save = NULL;
+	for (char *c = strtok_r(*copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (*name) {
+			int n = openat(dfd, *name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			close(dfd);
-			if (n < 0) {
-				free(copy);
+			if (n < 0)
 				return -1;
-			}
 			dfd = n;
 		}
-		name = c;
+		*name = c;
 	}
-	int fd = -1;
-	if (name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
-		fd = openat(dfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
-	else
+	if (!*name || strcmp(*name, ".") == 0 || strcmp(*name, "..") == 0) {
+		close(dfd);
 		errno = EISDIR;
-	int e = errno;
-	close(dfd);
-	free(copy);
+		return -1;
+	}
+	return dfd;
+}
+
+// open_file opens name in dfd for writing without following it or
+// blocking, and accepts only a regular file with one link.
+static int open_file(int dfd, const char *name, int excl)
+{
+	int fd = openat(dfd, name, O_WRONLY | O_CREAT | (excl ? O_EXCL : 0) | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
 	struct stat st;
 	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)) {
 		close(fd);
-		fd = -1;
-		e = EINVAL;
+		errno = EINVAL;
+		return -1;
 	}
+	return fd;
+}
+
+static int open_report(const char *path)
+{
+	char *copy;
+	const char *name;
+	int dfd = report_dir(path, &copy, &name);
+	int fd = dfd < 0 ? -1 : open_file(dfd, name, 0);
+	int e = errno;
+	if (dfd >= 0)
+		close(dfd);
+	free(copy);
 	if (fd >= 0 && ftruncate(fd, 0) < 0) {
+		e = errno;
+		close(fd);
+		fd = -1;
+	}
+	if (fd >= 0 && !(report_path = strdup(path))) {
+		close(fd);
+		fd = -1;
+		e = ENOMEM;
+	}
+	errno = e;
+	return fd;
+}
+
+// reopen_report returns a descriptor of the file now at the report's path:
+// report_fd when the path still names it (emptied), else a file created
+// afresh in place of whatever the command left there; -1 when neither can
+// be had (a folder of the path is gone or a link now, or the path is a
+// non-empty folder).
+static int reopen_report(void)
+{
+	char *copy;
+	const char *name;
+	int dfd = report_dir(report_path, &copy, &name);
+	if (dfd < 0) {
+		free(copy);
+		return -1;
+	}
+	struct stat now, held;
+	int fd = -1;
+	if (fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && fstat(report_fd, &held) == 0 &&
+	    S_ISREG(now.st_mode) && now.st_dev == held.st_dev && now.st_ino == held.st_ino && now.st_nlink == 1) {
+		fd = dup(report_fd);
+	} else {
+		if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+			(void)unlinkat(dfd, name, AT_REMOVEDIR);
+		fd = open_file(dfd, name, 1);
+	}
+	int e = errno;
+	close(dfd);
+	free(copy);
+	if (fd >= 0 && (ftruncate(fd, 0) < 0 || lseek(fd, 0, SEEK_SET) < 0)) {
 		e = errno;
 		close(fd);
 		fd = -1;
@@ -108,22 +176,35 @@ static int open_report(const char *path)
 
 static void outs(int fd, const char *s);
 
-// write_report writes the report once and closes it.
-static void write_report(const char *data, size_t n)
+// write_report writes the report once, at the report's path as it is now
+// (see above), and closes it. It returns -1 (errno set) when the report
+// could not be written.
+static int write_report(const char *data, size_t n)
 {
 	if (report_fd < 0)
-		return;
+		return 0;
+	int fd = reopen_report();
+	int e = errno;
+	close(report_fd);
+	report_fd = -1;
+	if (fd < 0) {
+		errno = e;
+		return -1;
+	}
 	while (n > 0) {
-		ssize_t w = write(report_fd, data, n);
+		ssize_t w = write(fd, data, n);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
-			break;
+		if (w <= 0) {
+			e = w < 0 ? errno : EIO;
+			close(fd);
+			errno = e;
+			return -1;
+		}
 		data += w;
 		n -= (size_t)w;
 	}
-	close(report_fd);
-	report_fd = -1;
+	return close(fd);
 }
 
 // refuse prints msg, writes the config_error report and exits 2: every
@@ -535,7 +616,13 @@ static void client(int argc, char **argv)
 	if (rh[4] > 0) {
 		if (json)
 			out(2, body + rh[3], rh[4]);
-		write_report(body + rh[3], rh[4]);
+		if (write_report(body + rh[3], rh[4]) < 0) {
+			char msg[4400];
+			snprintf(msg, sizeof(msg), "cordon: the report %s was replaced or moved while the command ran and cannot be written again (%s); "
+				"give --report a path outside the folders the session can write\n", report_path, strerror(errno));
+			outs(2, msg);
+			_exit(EXIT_SETUP);
+		}
 	}
 	_exit(code);
 }
