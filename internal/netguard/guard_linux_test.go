@@ -443,3 +443,21 @@ func TestGuardRefusesSSHInItsOwnProtocol(t *testing.T) {
 	}
 	s.denial(t, ReasonPort)
 }
+
+// TestGuardIPv6: IPv6 goes through the tun device as IPv4 does: an
+// allowed name's AAAA answer is pinned and reachable, an address no
+// allowed name resolved to is refused.
+func TestGuardIPv6(t *testing.T) {
+	h := nettest.NewHost(t, "allowed.test")
+	s := newSandboxNS(t, h, "allowed.test:80")
+	out, err := s.run(curl("-6", "http://allowed.test/")...)
+	if err != nil || out != h.Body {
+		t.Fatalf("curl -6: %q, %v", out, err)
+	}
+	if out, err := s.run(curl("-g", "http://["+h.Addr6.Prev().String()+"]/")...); err == nil {
+		t.Fatalf("an unpinned IPv6 address: %q", out)
+	}
+	if d := s.denial(t, ReasonAddress); d.Addr != h.Addr6.Prev().String() {
+		t.Fatalf("denial %+v", d)
+	}
+}

@@ -42,6 +42,9 @@ type Host struct {
 	NS string
 	// Addr is the host's address, reachable from the test's namespace.
 	Addr netip.Addr
+	// Addr6 is its IPv6 address (as root only), where the HTTP server
+	// answers too; its names resolve to it for AAAA.
+	Addr6 netip.Addr
 	// Names resolve to Addr in the host's DNS server.
 	Names []string
 	// CAFile is a PEM file with the CA of the HTTPS server's certificate.
@@ -109,17 +112,29 @@ func NewHost(t testing.TB, names ...string) *Host {
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", hostIf).Run() })
 	sub := claimSubnet(t, n, hostIf)
 	h.Addr = netip.MustParseAddr(sub + ".2")
+	// The IPv6 subnet follows the IPv4 one, which is unique.
+	sub6 := fmt.Sprintf("fd13:213:%s::", strings.TrimPrefix(sub, "10.213."))
+	h.Addr6 = netip.MustParseAddr(sub6 + "2")
+	Run(t, "ip", "addr", "add", sub6+"1/64", "dev", hostIf, "nodad")
+	Run(t, "ip", "-n", h.NS, "addr", "add", sub6+"2/64", "dev", peerIf, "nodad")
 	Run(t, "ip", "link", "set", hostIf, "up")
 	Run(t, "ip", "-n", h.NS, "addr", "add", sub+".2/24", "dev", peerIf)
 	Run(t, "ip", "-n", h.NS, "link", "set", peerIf, "up")
 	Run(t, "ip", "-n", h.NS, "link", "set", "lo", "up")
 	Run(t, "ip", "-n", h.NS, "route", "add", "default", "via", sub+".1")
+	Run(t, "ip", "-n", h.NS, "-6", "route", "add", "default", "via", sub6+"1")
 	h.serve(t)
 	return h
 }
 
 // listen opens listeners inside the host's namespace.
 func (h *Host) listen(t testing.TB, network string, port int) any {
+	t.Helper()
+	return h.listenOn(t, network, h.Addr, port)
+}
+
+// listenOn opens a listener on addr inside the host's namespace.
+func (h *Host) listenOn(t testing.TB, network string, ip netip.Addr, port int) any {
 	t.Helper()
 	type res struct {
 		v   any
@@ -141,7 +156,7 @@ func (h *Host) listen(t testing.TB, network string, port int) any {
 				return
 			}
 		}
-		addr := net.JoinHostPort(h.Addr.String(), fmt.Sprint(port))
+		addr := net.JoinHostPort(ip.String(), fmt.Sprint(port))
 		if network == "udp" {
 			c, err := net.ListenPacket("udp", addr)
 			ch <- res{c, err}
@@ -186,6 +201,12 @@ func (h *Host) serve(t testing.TB) {
 	hl := h.listen(t, "tcp", h.HTTPPort).(net.Listener)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute}
 	go func() { _ = srv.Serve(hl) }()
+	if h.Addr6.IsValid() {
+		hl6 := h.listenOn(t, "tcp", h.Addr6, h.HTTPPort).(net.Listener)
+		srv6 := &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute}
+		go func() { _ = srv6.Serve(hl6) }()
+		t.Cleanup(func() { srv6.Close() })
+	}
 	cert, ca := h.certificate(t)
 	tl := h.listen(t, "tcp", h.HTTPSPort).(net.Listener)
 	tsrv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
@@ -256,6 +277,9 @@ func (h *Host) dns(c net.PacketConn) {
 		switch {
 		case !known:
 			m.RCode = dnsmessage.RCodeNameError
+		case q.Type == dnsmessage.TypeAAAA && h.Addr6.IsValid() && addr == h.Addr:
+			m.Answers = []dnsmessage.Resource{{Header: dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeAAAA, Class: dnsmessage.ClassINET, TTL: 5},
+				Body: &dnsmessage.AAAAResource{AAAA: h.Addr6.As16()}}}
 		case q.Type == dnsmessage.TypeA:
 			m.Answers = []dnsmessage.Resource{{Header: dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET, TTL: 5},
 				Body: &dnsmessage.AResource{A: addr.As4()}}}
