@@ -38,8 +38,16 @@ crun() {
   shift 2
   rep=/tmp/$name.$who.json
   rm -f "$rep"
-  as "$who" cordon run --report "$rep" "$@" >/tmp/$name.$who.out 2>/tmp/$name.$who.err
-  echo $? >/tmp/$name.$who.rc
+  # A cordon that never returns fails its case with what was running,
+  # instead of stalling the VM until the host kills it.
+  as "$who" timeout -s KILL 120 cordon run --report "$rep" "$@" >/tmp/$name.$who.out 2>/tmp/$name.$who.err
+  rc=$?
+  echo $rc >/tmp/$name.$who.rc
+  if [ $rc = 137 ] && [ ! -s "$rep" ]; then
+    echo "cordon run ($name, $who) did not return in 120 s; processes:" >>/tmp/$name.$who.err
+    ps -o pid,ppid,user,stat,args >>/tmp/$name.$who.err 2>&1
+    cat /tmp/$name.$who.err
+  fi
   [ -f "$rep" ] && chmod 644 "$rep"
   return 0
 }
@@ -107,6 +115,22 @@ case_cpu() {
   if [ "$quota" != "50000 100000" ]; then bad "cpu ($1)" "cpu.max '$quota', want '50000 100000'"
   elif [ "${throttled:-0}" -le 0 ]; then bad "cpu ($1)" "never throttled"
   else expect cpu "$1" timeout; fi
+}
+
+case_escape() {
+  # The run's cgroup belongs to the caller's uid, which the sandbox runs as
+  # on the host: the command must not reach it to lift its own limit. It
+  # tries to mount cgroup2, to find and write cgroup files, then allocates
+  # over the limit, which must still kill it.
+  crun "$1" escape --timeout 60s --memory 32MiB -- sh -c '
+    mkdir -p cg && mount -t cgroup2 none cg 2>/dev/null && echo MOUNTED
+    for f in /sys/fs/cgroup/memory.max cg/memory.max; do [ -e "$f" ] && echo "SEEN $f" && echo max >"$f" 2>/dev/null && echo "RAISED $f"; done
+    dd if=/dev/zero of=/dev/null bs=64M count=1'
+  if grep -q -E 'MOUNTED|SEEN|RAISED' /tmp/escape.$1.out; then
+    bad "escape ($1)" "the sandbox reached a cgroup: $(tr '\n' ' ' </tmp/escape.$1.out)"
+  else
+    expect escape "$1" oom
+  fi
 }
 
 case_timeout() {
@@ -219,7 +243,7 @@ if [ "$1" = refusal ]; then
   exit 0
 fi
 if [ "$1" = cases ]; then
-  for c in run memory pids cpu timeout leftovers; do case_$c "$2"; done
+  for c in run memory pids cpu escape timeout leftovers; do case_$c "$2"; done
   case $2 in
     4242) case_doctor "$2" ok "delegated cgroup /user.slice/user-$2" ;;
     4244) case_doctor "$2" ok "the user's systemd (cgroup /user.slice/user-$2" ;;
