@@ -9,10 +9,11 @@ import (
 	"slices"
 	"strings"
 
+	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
-
+	"github.com/cordon-run/cordon/internal/hostfile"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -106,15 +107,35 @@ func WriteBundle(dir string, sb *spec.Sandbox, args []string) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b, os.WriteFile(filepath.Join(abs, "config.json"), append(data, '\n'), 0o644)
+	// As every file cordon writes for its caller: never through a link
+	// or into a FIFO a sandbox could have left in the bundle's folder.
+	f, err := hostfile.Open(filepath.Join(abs, "config.json"), false, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Write(append(data, '\n'))
+	return b, errors.Join(err, f.Close())
 }
 
 // bundleMounts makes each mount point in the rootfs skeleton (a directory,
 // or an empty file for a file bind) and turns "rro" into "ro" on file
 // binds, where recursion means nothing and crun refuses it.
+//
+// The bundle may lie in a folder a sandbox can write, so nothing is
+// created through a link: rootfs is made here and must not be one, and
+// every mount point is made inside it with pathrs-lite, which resolves a
+// link planted in the skeleton inside rootfs, never on the host.
 func bundleMounts(s *specs.Spec, rootfs string) error {
-	if err := os.MkdirAll(rootfs, 0o755); err != nil {
+	if err := os.Mkdir(rootfs, 0o755); err != nil {
 		return err
+	}
+	root, err := os.OpenFile(rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("bundle rootfs %s: %w", rootfs, err)
+	}
+	defer root.Close()
+	mkdir := func(p string) (*os.File, error) {
+		return pathrs.MkdirAllHandle(root, strings.TrimPrefix(p, rootfs), 0o755)
 	}
 	for i := range s.Mounts {
 		m := &s.Mounts[i]
@@ -135,22 +156,30 @@ func bundleMounts(s *specs.Spec, rootfs string) error {
 			return fmt.Errorf("mount destination %q leaves the rootfs", m.Destination)
 		}
 		if file {
-			if err := os.MkdirAll(filepath.Dir(point), 0o755); err != nil {
-				return err
-			}
-			f, err := os.OpenFile(point, os.O_CREATE|os.O_WRONLY, 0o644)
+			dir, err := mkdir(filepath.Dir(point))
 			if err != nil {
 				return err
 			}
-			f.Close()
+			fd, err := unix.Openat(int(dir.Fd()), filepath.Base(point), unix.O_CREAT|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o644)
+			dir.Close()
+			if err != nil {
+				return &os.PathError{Op: "create mount point", Path: point, Err: err}
+			}
+			unix.Close(fd)
 			continue
 		}
-		if err := os.MkdirAll(point, 0o755); err != nil {
+		d, err := mkdir(point)
+		if err != nil {
 			return err
 		}
+		d.Close()
 	}
 	if s.Process != nil && s.Process.Cwd != "" {
-		return os.MkdirAll(filepath.Join(rootfs, filepath.Clean("/"+s.Process.Cwd)), 0o755)
+		d, err := mkdir(filepath.Join(rootfs, filepath.Clean("/"+s.Process.Cwd)))
+		if err != nil {
+			return err
+		}
+		d.Close()
 	}
 	return nil
 }
