@@ -73,6 +73,10 @@ type netMark struct {
 }
 
 func (run *linuxRun) netMark() netMark {
+	if run.guard != nil {
+		// A new budget of listed decisions for this exec.
+		run.guard.Flush()
+	}
 	m := netMark{t: time.Now()}
 	if run.netEvents != nil {
 		run.netEvents.mu.Lock()
@@ -89,27 +93,34 @@ func (run *linuxRun) netMark() netMark {
 // recorded when it ends: one still open when its exec ended is reported
 // with a later exec, and never types it.
 func (run *linuxRun) netSince(res *Result, mark netMark) {
+	if run.guard != nil {
+		// The decisions counted past the budget, as events of their own.
+		run.guard.Flush()
+	}
 	evs := run.guardEvents()
 	if mark.i > len(evs) {
 		return
 	}
 	res.Network = evs[mark.i:]
 	var denials []netguard.Event
+	total := 0
 	for _, e := range res.Network {
 		if e.Decision == netguard.Deny && e.Reason != netguard.ReasonUpstream && !e.Time.Before(mark.t) {
 			denials = append(denials, e)
+			total += int(max(1, e.Count))
 		}
 	}
 	if res.FailureType == FailureProcessError && res.ExitCode != 0 && len(denials) > 0 {
-		networkDenials(denials)(Outcome{}, res)
+		networkDenials(denials, total)(Outcome{}, res)
 	}
 }
 
-func (run *linuxRun) guardDenials() []netguard.Event {
+// guardDenials returns the guard's first denials and how many there were.
+func (run *linuxRun) guardDenials() ([]netguard.Event, int) {
 	if run.guard == nil {
-		return nil
+		return nil, 0
 	}
-	return run.guard.Denials()
+	return run.guard.Denials(), run.guard.DenialCount()
 }
 
 // networkGuardAvailable reports whether this host can enforce a network
@@ -126,22 +137,22 @@ func networkGuardAvailable() (bool, string) {
 
 // networkDenials explains a failed command by the guard's denials during
 // the run: the first one, which is what the command met first, and how
-// many more there were.
-func networkDenials(denials []netguard.Event) Explainer {
+// many more there were (total, of which denials are the first).
+func networkDenials(denials []netguard.Event, total int) Explainer {
 	return func(_ Outcome, res *Result) bool {
 		if len(denials) == 0 {
 			return false
 		}
 		res.FailureType = FailureNetworkDenied
-		res.FailureDetail = denialDetail(denials)
+		res.FailureDetail = denialDetail(denials, total)
 		return true
 	}
 }
 
-func denialDetail(denials []netguard.Event) string {
+func denialDetail(denials []netguard.Event, total int) string {
 	var b strings.Builder
 	b.WriteString(denials[0].Detail)
-	if n := len(denials) - 1; n > 0 {
+	if n := max(total, len(denials)) - 1; n > 0 {
 		fmt.Fprintf(&b, " (and %d more network denial", n)
 		if n > 1 {
 			b.WriteString("s")

@@ -61,6 +61,10 @@ type Event struct {
 	Detail   string `json:"detail,omitempty"`
 	BytesOut int64  `json:"bytes_out,omitempty"`
 	BytesIn  int64  `json:"bytes_in,omitempty"`
+	// Count, when set, is how many decisions of this kind (Proto,
+	// Decision, Reason) this one event stands for: those past the first
+	// few thousand of a run, which are counted, not listed.
+	Count int64 `json:"count,omitempty"`
 }
 
 // Resolver resolves allowed names; *net.Resolver is one. It must not be

@@ -1,10 +1,13 @@
 package netguard
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,7 +33,26 @@ type policy struct {
 	pins    map[netip.Addr]*pin
 	denials []Event
 	events  int
+	// denied counts every denial, kept or not; itemised counts the
+	// events handed to OnEvent since the last Flush, and over the rest.
+	denied   int
+	itemised int
+	over     map[tallyKey]int64
 }
+
+// maxEvents bounds the decisions a guard hands to OnEvent one by one
+// between two Flushes (a run; a session's exec): past it, decisions are
+// counted by kind and Flush reports the counts. A command that floods
+// refused datagrams, SYNs or queries would otherwise grow cordon's memory,
+// the report and the audit log without bound.
+const maxEvents = 4096
+
+// maxDenials bounds the denials Denials keeps (the first ones, which
+// explain a failure); DenialCount counts them all.
+const maxDenials = 64
+
+// tallyKey is what the decisions past maxEvents are counted by.
+type tallyKey struct{ proto, decision, reason string }
 
 func newPolicy(cfg Config) (*policy, error) {
 	rules, err := ParseRules(cfg.Allow)
@@ -59,12 +81,56 @@ func (p *policy) record(e Event) {
 	p.mu.Lock()
 	p.events++
 	if e.Decision == Deny && e.Reason != ReasonUpstream {
-		p.denials = append(p.denials, e)
+		p.denied++
+		if len(p.denials) < maxDenials {
+			p.denials = append(p.denials, e)
+		}
 	}
+	if p.itemised >= maxEvents {
+		if p.over == nil {
+			p.over = map[tallyKey]int64{}
+		}
+		p.over[tallyKey{e.Proto, e.Decision, e.Reason}]++
+		p.mu.Unlock()
+		return
+	}
+	p.itemised++
 	p.mu.Unlock()
 	if p.onEvent != nil {
 		p.onEvent(e)
 	}
+}
+
+// Flush hands OnEvent one event per kind of decision counted past
+// maxEvents since the last Flush, with Count set, and starts a new budget
+// of maxEvents. Close flushes.
+func (p *policy) Flush() {
+	p.mu.Lock()
+	over := p.over
+	p.over, p.itemised = nil, 0
+	p.mu.Unlock()
+	keys := make([]tallyKey, 0, len(over))
+	for k := range over {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b tallyKey) int {
+		return cmp.Or(cmp.Compare(a.proto, b.proto), cmp.Compare(a.decision, b.decision), cmp.Compare(a.reason, b.reason))
+	})
+	for _, k := range keys {
+		e := Event{Time: time.Now().UTC(), Proto: k.proto, Decision: k.decision, Reason: k.reason, Count: over[k],
+			Detail: fmt.Sprintf("%d more %s %s decisions (%s), past the first %d, were counted, not listed one by one", over[k], k.proto, k.decision, cmp.Or(k.reason, "allowed"), maxEvents)}
+		if p.onEvent != nil {
+			p.onEvent(e)
+		}
+	}
+}
+
+// DenialCount is the number of denials so far, including those Denials
+// no longer keeps.
+func (p *policy) DenialCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.denied
 }
 
 // addPin records that name (admitted by r) resolved to a.
@@ -98,7 +164,7 @@ func (p *policy) pinned(a netip.Addr, port uint16) (names []string, any bool) {
 	return names, true
 }
 
-// Denials returns the denials so far, in order.
+// Denials returns the first denials (at most maxDenials), in order.
 func (p *policy) Denials() []Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -149,6 +149,7 @@ func (g *Guard) Close() error {
 		}
 		g.conns.Wait()
 		g.stack.Wait()
+		g.Flush()
 		// Closing the last descriptor of a tun device unregisters it,
 		// which waits for RCU grace periods (tens of milliseconds); the
 		// stack is done with it, so the caller need not wait.
