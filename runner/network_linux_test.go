@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -123,6 +125,11 @@ print(b.hex())`, h.EchoPort))
 		netguard.ReasonSNI, fmt.Sprintf("other.test:%d is not in the allow list", h.HTTPSPort))
 	n.denied(n.run(curlArgs(fmt.Sprintf("http://%s:%d/", n.unlisted(), h.HTTPPort))...), netguard.ReasonAddress, "no allowed host resolved to")
 	n.denied(n.run(curlArgs(fmt.Sprintf("http://allowed.test:%d/", other))...), netguard.ReasonPort, fmt.Sprintf("allowed.test is allowed on port %d, %d, %d only", h.HTTPPort, h.HTTPSPort, h.EchoPort))
+	// And none of it reached the test host: no question for other.test
+	// left the machine, no request for it was served.
+	if h.Saw("other.test") {
+		t.Error("the test host received a DNS question or a request for other.test")
+	}
 }
 
 // unlisted is an address on this machine that no allowed name resolves to.
@@ -226,4 +233,24 @@ func TestIntegrationNetworkAllowListGit(t *testing.T) {
 	}
 	o = n.run("git", "clone", "-q", n.h.URL("http", "other.test")+"git/repo.git", filepath.Join(n.sb.Root, "other"))
 	n.denied(o, netguard.ReasonDNSRefused, "other.test is not in the allow list")
+}
+
+// TestIntegrationNetworkAllowListNode: Node's built-in fetch, which
+// ignores proxy variables, is held to the list like every program.
+func TestIntegrationNetworkAllowListNode(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("no node on this machine")
+	}
+	n := newNetSandbox(t)
+	if !tunOpens() {
+		t.Skip("this user cannot open /dev/net/tun (TestIntegrationNetworkAllowList covers the refusal)")
+	}
+	fetch := func(url string) []string {
+		return []string{"node", "-e", "fetch(" + strconv.Quote(url) + ").then(r => r.text()).then(t => process.stdout.write(t), e => { console.error(String(e.cause || e)); process.exit(1) })"}
+	}
+	o := n.run(fetch(n.h.URL("http", "allowed.test"))...)
+	if o.res.FailureType != runner.FailureNone || o.stdout != n.h.Body {
+		t.Fatalf("fetch: %+v, %q, %q", o.res, o.stdout, o.stderr)
+	}
+	n.denied(n.run(fetch(n.h.URL("http", "other.test"))...), netguard.ReasonDNSRefused, "other.test is not in the allow list")
 }

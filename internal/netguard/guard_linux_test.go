@@ -195,6 +195,14 @@ except ConnectionRefusedError:
 			t.Logf("%s: %s", c.reason, d.Detail)
 		})
 	}
+	// Nothing refused reached the test host: no DNS question for
+	// other.test left the machine, no request for it was served.
+	if h.Saw("other.test") {
+		t.Error("the test host received a question or a request for other.test")
+	}
+	if !h.Saw("allowed.test") {
+		t.Error("the test host saw nothing for allowed.test: the check above proves nothing")
+	}
 	// A raw socket to an allowed name and port: bytes come back as sent.
 	out, err := s.run("python3", "-c", `import socket
 c=socket.create_connection(("allowed.test",7),timeout=20); c.sendall(b"ping\x00\xffpong"); c.shutdown(socket.SHUT_WR)

@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,8 @@ type Host struct {
 	// inNS: the servers run inside NS (as root).
 	inNS bool
 	git  atomic.Pointer[cgi.Handler]
+	// asked are the names the DNS server was asked (under mu).
+	asked []string
 	// served are the Host of every request the HTTP servers answered.
 	mu     sync.Mutex
 	served []string
@@ -268,6 +271,9 @@ func (h *Host) dns(c net.PacketConn) {
 		}
 		m := dnsmessage.Message{Header: dnsmessage.Header{ID: hd.ID, Response: true, Authoritative: true}, Questions: []dnsmessage.Question{q}}
 		name := strings.TrimSuffix(strings.ToLower(q.Name.String()), ".")
+		h.mu.Lock()
+		h.asked = append(h.asked, name)
+		h.mu.Unlock()
 		addr, known := h.Extra[name]
 		for _, x := range h.Names {
 			if x == name {
@@ -410,4 +416,21 @@ func claimSubnet(t testing.TB, start int, hostIf string) string {
 	}
 	t.Fatal("no free test subnet in 10.213.1-250.0/24")
 	return ""
+}
+
+// Saw reports whether the host's servers received anything naming name:
+// a DNS question for it, or an HTTP request with it as Host (with or
+// without a port).
+func (h *Host) Saw(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if slices.Contains(h.asked, name) {
+		return true
+	}
+	for _, s := range h.served {
+		if s == name || strings.HasPrefix(s, name+":") {
+			return true
+		}
+	}
+	return false
 }
