@@ -305,3 +305,27 @@ func TestIntegrationSecretsHeldAtAliasMounts(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegrationRootfsWithoutLoaderRefused: a `system: <rootfs>` directory
+// without this host's loader and libraries at their paths cannot start
+// cordon's PID 1 (this dynamically linked binary); the run is refused up
+// front as a setup_error that names what is missing, and the command never
+// runs (review of issue 9, item 8's class: the rootfs case failed with
+// "exec /proc/self/exe" and no reason).
+func TestIntegrationRootfsWithoutLoaderRefused(t *testing.T) {
+	sb := newSandbox(t)
+	rootfs := t.TempDir()
+	for _, d := range []string{"bin", "tmp", "proc", "dev"} {
+		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb.System = spec.System{Kind: spec.SystemRootfs, Rootfs: rootfs}
+	marker := filepath.Join(sb.Root, "ran")
+	out := run(t, sb, "", "/bin/touch", marker)
+	if out.res.FailureType != runner.FailureSetupError || out.res.ExitCode != runner.ExitSetupError ||
+		!strings.Contains(out.res.FailureDetail, "lacks what cordon's sandbox init") {
+		t.Errorf("a rootfs without the loader: %+v", out.res)
+	}
+	mustNotExist(t, marker)
+}

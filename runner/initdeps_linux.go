@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -59,25 +60,36 @@ var initFiles = sync.OnceValues(func() ([]string, error) {
 
 // checkInitRunnable refuses, before anything starts, a sandbox in which
 // cordon's own PID 1 could not start: with `system: none` and no mount of
-// the runtime directories, the dynamically linked init finds no loader, and
-// every command used to fail as "exec /proc/self/exe: no such file or
-// directory" (issue 9, item 8).
-func checkInitRunnable(p Policy, sb *spec.Sandbox) error {
-	if sb.System.Kind != spec.SystemNone {
+// the runtime directories, or with a `system: <rootfs>` directory that lacks
+// them, the dynamically linked init finds no loader, and every command used
+// to fail as "exec /proc/self/exe: no such file or directory" (issue 9,
+// item 8). A file counts as there when the sandbox may read its path and
+// the host file the path reaches exists.
+func checkInitRunnable(t *mounts.Table, sb *spec.Sandbox) error {
+	if sb.System.Kind != spec.SystemNone && sb.System.Kind != spec.SystemRootfs {
 		return nil
 	}
 	files, err := initFiles()
 	if err != nil {
-		return fmt.Errorf("%w: system: none: %w", ErrSetup, err)
+		return fmt.Errorf("%w: system: %s: %w", ErrSetup, sb.System.Kind, err)
 	}
 	var missing []string
 	for _, f := range files {
-		if p.Check(f, false) != nil {
+		host, err := t.Resolve(f)
+		if err == nil {
+			_, err = os.Stat(host)
+		}
+		if err != nil {
 			missing = append(missing, f)
 		}
 	}
 	if len(missing) == 0 {
 		return nil
+	}
+	if sb.System.Kind == spec.SystemRootfs {
+		return fmt.Errorf("%w: system: %s lacks what cordon's sandbox init (this cordon binary, which is dynamically "+
+			"linked) needs to start: %s, so no command could run; use a root filesystem with this host's C library at "+
+			"those paths, or system: host", ErrUnenforceable, sb.System.Rootfs, strings.Join(missing, ", "))
 	}
 	return fmt.Errorf("%w: system: none shows no runtime libraries, and cordon's sandbox init (this cordon binary, which is "+
 		"dynamically linked) needs %s to start, so no command could run; mount the runtime directories read-only "+
