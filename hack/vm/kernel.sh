@@ -22,10 +22,15 @@ if [ ! -s "$out" ]; then
   tmp=$(mktemp -d "$dir/.kernel.XXXXXX")
   trap 'rm -rf "$tmp"' EXIT
   chmod 755 "$tmp"
-  (cd "$tmp" && apt-get download -qq "$pkg" >/dev/null 2>&1) || {
-    echo "hack/vm/kernel.sh: apt-get download $pkg failed; fix: apt-get update, or check the package mirror" >&2
-    exit 1
-  }
+  # Stale package lists can name a version the mirror no longer has: read
+  # them again once before giving up.
+  if ! (cd "$tmp" && apt-get download -qq "$pkg" >/dev/null 2>&1); then
+    apt-get update -qq >/dev/null 2>&1 || true
+    (cd "$tmp" && apt-get download -qq "$pkg" >/dev/null 2>&1) || {
+      echo "hack/vm/kernel.sh: apt-get download $pkg failed; fix: apt-get update (as root), or check the package mirror" >&2
+      exit 1
+    }
+  fi
   dpkg-deb -x "$tmp"/*.deb "$tmp/x"
   mkdir -p "$dir/$pkg"
   cp "$tmp"/x/boot/vmlinuz-* "$out.part"

@@ -155,6 +155,18 @@ case_leftovers() {
   if [ -z "$left" ]; then ok "leftovers ($1): none"; else bad "leftovers ($1)" "$left"; fi
 }
 
+# case_leaves: the no-internal-processes rule holds in the delegated cgroup:
+# its processes moved into its leaf, the controllers are on for its
+# children, and nothing runs in it.
+case_leaves() {
+  procs=$(cat $deleg/cgroup.procs)
+  on=$(cat $deleg/cgroup.subtree_control)
+  if [ -n "$procs" ]; then bad "leaves ($1)" "processes left in $deleg: $procs"
+  elif [ ! -d $deleg/leaf ]; then bad "leaves ($1)" "no $deleg/leaf"
+  elif [ "$on" != "cpu memory pids" ]; then bad "leaves ($1)" "subtree_control '$on'"
+  else ok "leaves ($1): processes in leaf, $on on for the children"; fi
+}
+
 # The refusal for a user without delegation must name what would make it work.
 case_refusal() {
   crun "$1" refused --timeout 60s --memory 32MiB -- true
@@ -245,7 +257,10 @@ fi
 if [ "$1" = cases ]; then
   for c in run memory pids cpu escape timeout leftovers; do case_$c "$2"; done
   case $2 in
-    4242) case_doctor "$2" ok "delegated cgroup /user.slice/user-$2" ;;
+    4242)
+      case_leaves "$2"
+      case_doctor "$2" ok "delegated cgroup /user.slice/user-$2"
+      ;;
     4244) case_doctor "$2" ok "the user's systemd (cgroup /user.slice/user-$2" ;;
   esac
   exit 0
