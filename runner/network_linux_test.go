@@ -254,3 +254,33 @@ func TestIntegrationNetworkAllowListNode(t *testing.T) {
 	}
 	n.denied(n.run(fetch(n.h.URL("http", "other.test"))...), netguard.ReasonDNSRefused, "other.test is not in the allow list")
 }
+
+// TestIntegrationNetworkAllowListWorker: a worker derived with a narrower
+// allow list is held to its own list, not its parent's; a worker that
+// asks for a host its parent does not allow is refused at derivation.
+func TestIntegrationNetworkAllowListWorker(t *testing.T) {
+	n := newNetSandbox(t)
+	if !tunOpens() {
+		t.Skip("this user cannot open /dev/net/tun (TestIntegrationNetworkAllowList covers the refusal)")
+	}
+	h := n.h
+	n.sb.Network.Allow = append(h.Allow("allowed.test"), fmt.Sprintf("other.test:%d", h.HTTPPort))
+	narrow := &spec.Network{Enabled: true, Allow: []string{fmt.Sprintf("allowed.test:%d", h.HTTPPort)}}
+	child, err := spec.Derive(n.sb, &spec.Worker{Name: "fetcher", Sandbox: &spec.WorkerRequest{Network: narrow}}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := n.sb
+	if o := n.run(curlArgs(h.URL("http", "other.test"))...); o.res.FailureType != runner.FailureNone || o.stdout != h.Body {
+		t.Fatalf("the parent reaches other.test: %+v, %q", o.res, o.stdout)
+	}
+	n.sb = child
+	if o := n.run(curlArgs(h.URL("http", "allowed.test"))...); o.res.FailureType != runner.FailureNone || o.stdout != h.Body {
+		t.Fatalf("the worker reaches allowed.test: %+v, %q", o.res, o.stdout)
+	}
+	n.denied(n.run(curlArgs(h.URL("http", "other.test"))...), netguard.ReasonDNSRefused, "other.test is not in the allow list ["+narrow.Allow[0]+"]")
+	wide := &spec.Network{Enabled: true, Allow: []string{"elsewhere.test:80"}}
+	if _, err := spec.Derive(parent, &spec.Worker{Name: "greedy", Sandbox: &spec.WorkerRequest{Network: wide}}, 3); err == nil {
+		t.Fatal("a worker was given a host its parent does not allow")
+	}
+}
