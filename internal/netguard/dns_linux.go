@@ -28,15 +28,22 @@ const udpIdle = 5 * time.Second
 
 // handleUDP answers one DNS datagram (the stack hands only port 53 here).
 func (g *Guard) handleUDP(r *udp.ForwarderRequest) bool {
+	if !g.acquire() {
+		id := r.ID()
+		g.tooMany("dns", addrOf(id.LocalAddress), id.LocalPort)
+		return true
+	}
 	var wq waiter.Queue
 	ep, terr := r.CreateEndpoint(&wq)
 	if terr != nil {
+		g.release()
 		return true
 	}
 	conn := gonet.NewUDPConn(&wq, ep)
 	g.conns.Add(1)
 	go func() {
 		defer g.conns.Done()
+		defer g.release()
 		defer conn.Close()
 		// Resolvers send several queries from one socket (A and AAAA at
 		// once): they all reach this endpoint, so it answers until idle.
@@ -48,16 +55,15 @@ func (g *Guard) handleUDP(r *udp.ForwarderRequest) bool {
 				return
 			}
 			q := append([]byte(nil), buf[:n]...)
-			g.conns.Add(1)
-			go func() {
-				defer g.conns.Done()
+			// A query over the bound is dropped: the client asks again.
+			g.spawn(func() {
 				if resp := g.answer(q); resp != nil {
 					if len(resp) > 512 {
 						resp = truncated(q)
 					}
 					_, _ = conn.Write(resp)
 				}
-			}()
+			})
 		}
 	}()
 	return true
@@ -135,11 +141,9 @@ func (g *Guard) serveDNSFiles(files []*os.File) error {
 				if err != nil {
 					return
 				}
-				g.conns.Add(1)
-				go func() {
-					defer g.conns.Done()
-					g.serveDNSConn(c)
-				}()
+				if !g.spawn(func() { g.serveDNSConn(c) }) {
+					c.Close()
+				}
 			}
 		}()
 	}
@@ -155,16 +159,15 @@ func (g *Guard) serveDNSPackets(pc net.PacketConn) {
 			return
 		}
 		q := append([]byte(nil), buf[:n]...)
-		g.conns.Add(1)
-		go func() {
-			defer g.conns.Done()
+		// A query over the bound is dropped: the client asks again.
+		g.spawn(func() {
 			if resp := g.answer(q); resp != nil {
 				if len(resp) > 512 {
 					resp = truncated(q)
 				}
 				_, _ = pc.WriteTo(resp, from)
 			}
-		}()
+		})
 	}
 }
 

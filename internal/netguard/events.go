@@ -36,6 +36,7 @@ const (
 	ReasonDNSRefused    = "dns_refused"
 	ReasonUpstream      = "upstream_failed"
 	ReasonDNSUnanswered = "dns_type_unsupported"
+	ReasonTooMany       = "too_many_connections"
 )
 
 // Event is one decision of the guard: a DNS question, a TCP connection or

@@ -2,6 +2,7 @@ package netguard
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cordon-run/cordon/internal/netguard/nettest"
@@ -57,4 +58,48 @@ print(n)`, sent, h.Addr))
 		t.Fatalf("DenialCount %d; want %d", n, total)
 	}
 	t.Logf("%d listed, %d counted of %d datagrams sent", listed, counted, sent)
+}
+
+// TestGuardBoundsConnections: a command that opens more connections than
+// the guard serves at once gets the ones over maxActive refused, typed and
+// recorded, and nothing of them dialled; once it closes some, new ones
+// are served again.
+func TestGuardBoundsConnections(t *testing.T) {
+	h := nettest.NewHost(t, "allowed.test")
+	addr := fmt.Sprintf("%s:%d", h.Addr, h.EchoPort)
+	s := newSandboxNS(t, h, addr)
+	out, err := s.run("python3", "-c", fmt.Sprintf(`import socket
+cs=[]; refused=0
+for i in range(%d):
+    try: cs.append(socket.create_connection(("%s",%d),timeout=20))
+    except ConnectionRefusedError: refused+=1
+for c in cs: c.close()
+import time
+for i in range(100):
+    try:
+        c=socket.create_connection(("%s",%d),timeout=20); c.sendall(b"again"); c.shutdown(socket.SHUT_WR)
+        print(len(cs), refused, c.recv(10).decode()); break
+    except ConnectionRefusedError: time.sleep(0.1)
+`, maxActive+20, h.Addr, h.EchoPort, h.Addr, h.EchoPort))
+	if err != nil || strings.TrimSpace(out) != fmt.Sprintf("%d 20 again", maxActive) {
+		t.Fatalf("connections served, refused, echo after: %q, %v; want %d 20 again", out, err, maxActive)
+	}
+	s.g.Close()
+	refused, dialled := 0, 0
+	for _, e := range s.events() {
+		switch {
+		case e.Reason == ReasonTooMany:
+			refused++
+		case e.Proto == "tcp" && e.Decision == Allow:
+			dialled++
+		}
+	}
+	// The last connection may be refused a few times while the closed
+	// ones end.
+	if refused < 20 || dialled != maxActive+1 {
+		t.Fatalf("%d refused, %d served; want at least 20 and %d", refused, dialled, maxActive+1)
+	}
+	if d := s.denial(t, ReasonTooMany); !strings.Contains(d.Detail, "open already") {
+		t.Fatalf("denial %+v", d)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -48,6 +49,48 @@ type Guard struct {
 	open map[net.Conn]struct{}
 	// closers are the loopback DNS sockets.
 	closers []io.Closer
+	// active counts the connections and DNS queries being served.
+	active atomic.Int32
+}
+
+// maxActive bounds the TCP connections, DNS sockets and DNS queries a
+// guard serves at once. Each connection holds buffers in cordon's own
+// process (about 0.7 MB when the client writes faster than the server
+// reads), which is outside the sandbox's memory limit: without a bound a
+// command opening thousands of connections grew it by gigabytes.
+const maxActive = 256
+
+// acquire takes one of the maxActive slots; release gives it back.
+func (g *Guard) acquire() bool {
+	if g.active.Add(1) > maxActive {
+		g.active.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (g *Guard) release() { g.active.Add(-1) }
+
+// spawn runs fn on a goroutine of its own within a slot, or returns false
+// when every slot is taken.
+func (g *Guard) spawn(fn func()) bool {
+	if !g.acquire() {
+		return false
+	}
+	g.conns.Add(1)
+	go func() {
+		defer g.conns.Done()
+		defer g.release()
+		fn()
+	}()
+	return true
+}
+
+// tooMany records a connection or query refused because maxActive are
+// being served.
+func (g *Guard) tooMany(proto string, dst netip.Addr, port uint16) {
+	g.record(Event{Proto: proto, Addr: dst.String(), Port: port, Decision: Deny, Reason: ReasonTooMany,
+		Detail: fmt.Sprintf("%s: refused, %d connections and DNS queries are open already (the most one sandbox may have at once)", hostPort(dst.String(), port), maxActive)})
 }
 
 // Start runs the guard over dev, a sandbox's tun device (IFF_TUN,

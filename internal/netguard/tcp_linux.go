@@ -25,32 +25,28 @@ func (g *Guard) handleTCP(r *tcp.ForwarderRequest) {
 	id := r.ID()
 	dst, port := addrOf(id.LocalAddress), id.LocalPort
 	if port == 53 {
-		g.conns.Add(1)
-		go func() {
-			defer g.conns.Done()
-			g.serveDNSTCP(r)
-		}()
+		if !g.spawn(func() { g.serveDNSTCP(r) }) {
+			g.tooMany("tcp", dst, port)
+			r.Complete(true)
+		}
 		return
 	}
 	c := &tcpConn{g: g, dst: dst, port: port}
 	if !c.admit() {
 		if port == 22 {
 			// ssh (git over ssh) prints a refusal it can read.
-			g.conns.Add(1)
-			go func() {
-				defer g.conns.Done()
-				refuseSSH(r, c.ev.Detail)
-			}()
+			if !g.spawn(func() { refuseSSH(r, c.ev.Detail) }) {
+				r.Complete(true)
+			}
 			return
 		}
 		r.Complete(true)
 		return
 	}
-	g.conns.Add(1)
-	go func() {
-		defer g.conns.Done()
-		c.run(r)
-	}()
+	if !g.spawn(func() { c.run(r) }) {
+		g.tooMany("tcp", dst, port)
+		r.Complete(true)
+	}
 }
 
 // tcpConn is one connection from the sandbox.
