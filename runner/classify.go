@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -275,7 +277,10 @@ func explain(p Policy, sb *spec.Sandbox, path, line string, kind errnoKind) (Den
 		}
 		// A rename or removal of a guarded path or of a directory that
 		// holds one: the mount that keeps it in place refuses.
-		for _, g := range append(append([]string(nil), sb.Protect...), sb.Deny...) {
+		// Every sandbox path of a guarded host file is kept in place
+		// (spec.WithAliases), so an alias explains it too.
+		al := spec.WithAliases(sb)
+		for _, g := range append(append([]string(nil), al.Protect...), al.Deny...) {
 			if g == path || strings.HasPrefix(g, strings.TrimSuffix(path, "/")+"/") {
 				detail := fmt.Sprintf("cannot move or remove %s: it is or holds %s, which the sandbox keeps in place", path, g)
 				if err := p.Check(g, true); err != nil {
@@ -297,6 +302,12 @@ func explain(p Policy, sb *spec.Sandbox, path, line string, kind errnoKind) (Den
 				}
 			}
 			if _, serr := os.Lstat(path); serr == nil {
+				return Denial{Path: path, Detail: err.Error()}, true
+			}
+			// A deny path hides everything below it, at every sandbox
+			// path that reaches it (an alias's sandbox path need not exist
+			// on the host): the deny list explains the missing file.
+			if pe := (*mounts.PathError)(nil); errors.As(err, &pe) && pe.Rule == "deny" {
 				return Denial{Path: path, Detail: err.Error()}, true
 			}
 			if dir := filepath.Dir(path); dir != "/" && p.Check(dir, false) != nil {

@@ -228,6 +228,16 @@ func TestIntegrationDenyAndProtectHoldAtAliases(t *testing.T) {
 			t.Errorf("cordon check allows %s (write %v)", c.path, c.write)
 		}
 	}
+	// The denial is typed as one at the alias too, as at the path itself.
+	for _, c := range []struct{ script, blocked string }{
+		{"cat /hosthome/.ssh/id_ed25519", "/hosthome/.ssh/id_ed25519"},
+		{"mv /alias/.git /alias/moved", "/alias/.git"},
+	} {
+		out := run(t, sb, "", sh(c.script)...)
+		if out.res.FailureType != runner.FailureSandboxDenied || out.res.BlockedPath != c.blocked {
+			t.Errorf("%q: %s blocked %q; want sandbox_denied of %s", c.script, out.res.FailureType, out.res.BlockedPath, c.blocked)
+		}
+	}
 	for _, script := range []string{
 		"cat /hosthome/.ssh/id_ed25519",
 		"cat /alias/.env",
