@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -54,8 +55,18 @@ func SystemSecrets(sb *Sandbox) []string {
 	return HostSecrets()
 }
 
-// HostSecrets returns this host's secret files and folders (the globs
-// SystemSecrets masks under system: host), expanded and sorted. They are
+// hostSecretRoots are the system directories searched for files and
+// folders that others may not read: a root run's command is uid 0 (without
+// capabilities, but the owner of root's files), so it could read every
+// root-owned file there whatever its mode, such as a WireGuard key or an
+// admin kubeconfig of mode 0600, while an unprivileged user could not.
+var hostSecretRoots = []string{"/etc"}
+
+// HostSecrets returns this host's secret files and folders, sorted: the
+// hostSecretGlobs that exist, and every regular file or folder under
+// hostSecretRoots that others may not read (a folder that others may not
+// search, too), as a whole (nothing under such a folder is listed). Under
+// system: host they are masked at their own path (SystemSecrets). They are
 // host files, so they are denied at every other sandbox path that reaches
 // them too, whatever `system` says: a mount of /etc at /hostetc, of
 // /etc/shadow itself, or of a symbolic link to /etc (WithAliases; the mount
@@ -63,14 +74,36 @@ func SystemSecrets(sb *Sandbox) []string {
 func HostSecrets() []string {
 	seen := map[string]bool{}
 	var out []string
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
 	for _, g := range hostSecretGlobs {
 		matches, _ := filepath.Glob(g)
 		for _, m := range matches {
-			if !seen[m] {
-				seen[m] = true
-				out = append(out, m)
-			}
+			add(m)
 		}
+	}
+	for _, root := range hostSecretRoots {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || p == root || !(d.IsDir() || d.Type().IsRegular()) {
+				return nil // a folder that cannot be read was added when it was met
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return nil
+			}
+			perm := fi.Mode().Perm()
+			if perm&0o004 == 0 || (d.IsDir() && perm&0o001 == 0) {
+				add(p)
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+			}
+			return nil
+		})
 	}
 	sort.Strings(out)
 	return out
