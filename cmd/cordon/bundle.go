@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/cordon-run/cordon"
-	"github.com/cordon-run/cordon/runner"
 )
 
 func init() {
@@ -40,7 +39,7 @@ func bundleMain(args []string) int {
 	if err != nil {
 		return configError(os.Stderr, err)
 	}
-	b, err := runner.WriteBundle(dir, s.Spec(), argv)
+	b, err := s.WriteBundle(dir, argv)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cordon bundle: %v\n", err)
 		return exitConfig

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon"
 )
 
 func init() {
@@ -18,8 +18,7 @@ func doctorMain(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return exitConfig
 	}
-	caps := runner.Doctor()
-	missing := runner.Missing(caps)
+	caps, missing := cordon.Doctor()
 	code := exitOK
 	if len(missing) > 0 {
 		code = exitDenied

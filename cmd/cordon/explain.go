@@ -5,7 +5,6 @@ import (
 	"os"
 
 	"github.com/cordon-run/cordon"
-	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -31,9 +30,9 @@ func explainMain(args []string) int {
 	fmt.Print(spec.Summarize(sb).Table())
 	// What this machine's backend does with it, from the runner's one
 	// table, as a run would decide.
-	enf := runner.Enforce(runner.LocalBackend(), sb)
+	enf, how := s.Enforcement()
 	fmt.Printf("backend: %s\n", enf.Backend)
-	if how := runner.NetworkEnforcement(enf.Backend, sb); how != "" {
+	if how != "" {
 		fmt.Printf("network: %s\n", how)
 	}
 	for _, d := range enf.RefusedDetails() {

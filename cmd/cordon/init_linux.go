@@ -1,7 +1,7 @@
 package main
 
-import "github.com/cordon-run/cordon/runner"
+import "github.com/cordon-run/cordon"
 
 // maybeInit hands over to libcontainer when cordon was re-executed as a
 // container's init.
-func maybeInit() { runner.Init() }
+func maybeInit() { cordon.Init() }

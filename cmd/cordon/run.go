@@ -13,7 +13,6 @@ import (
 	"github.com/containerd/console"
 
 	"github.com/cordon-run/cordon"
-	"github.com/cordon-run/cordon/runner"
 )
 
 func init() {
@@ -23,7 +22,7 @@ func init() {
 const runUsage = "[--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--readonly] [--timeout D] [--memory M] [--pids N] [--attach PATH]... [--audit FILE] [--cwd DIR] [--report FILE] [--json] -- CMD [ARG...]"
 
 func runMain(args []string) int {
-	runner.PrewarmCgroups()
+	cordon.Prewarm()
 	// The report is opened before anything else, so that every invocation
 	// that names one writes one, a refusal included (a stale report must
 	// not survive), and before the sandbox exists, so that nothing the

@@ -16,7 +16,6 @@ import (
 
 	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/internal/session"
-	"github.com/cordon-run/cordon/runner"
 )
 
 func init() {
@@ -63,7 +62,7 @@ func sessionDir() (*session.Dir, error) {
 	if err := cordon.CheckBackend(); err != nil {
 		return nil, err
 	}
-	return session.OpenDir(runner.DefaultStateDir())
+	return session.OpenDir(cordon.StateDir())
 }
 
 // sessionStart starts `cordon session serve` detached from this process
@@ -175,7 +174,7 @@ func sessionList(args []string) int {
 		return exitSetup
 	}
 	// What supervisors that were killed left: container state, cgroups.
-	if err := runner.Reap(runner.Options{}); err != nil {
+	if err := cordon.Reap(); err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: warning: %v\n", err)
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)

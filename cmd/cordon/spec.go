@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/cordon-run/cordon"
-	"github.com/cordon-run/cordon/runner"
 )
 
 func init() {
@@ -27,7 +26,6 @@ func specMain(args []string) int {
 	if err != nil {
 		return configError(os.Stderr, err)
 	}
-	sb := s.Spec()
 	switch *platform {
 	case "darwin", "macos":
 		profile, err := s.SeatbeltProfile("cordon-spec")
@@ -48,7 +46,7 @@ func specMain(args []string) int {
 	}
 	// The plan a run would use: the runner's table of what this backend
 	// cannot enforce decides the fallbacks, so the spec shows them.
-	plan, enf, err := runner.SpecPlan(sb, argv)
+	plan, enf, err := s.Plan(argv)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		return exitConfig

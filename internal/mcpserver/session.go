@@ -8,7 +8,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cordon-run/cordon"
-	"github.com/cordon-run/cordon/runner"
 )
 
 // sessions holds the warm session of each MCP connection: its first shell
@@ -29,7 +28,7 @@ func (s *Server) sessionFor(ctx context.Context, conn *mcp.ServerSession) (sess 
 	s.sess.mu.Lock()
 	defer s.sess.mu.Unlock()
 	if s.sess.closed {
-		return nil, true, &runner.SessionGoneError{Session: "mcp", Reason: "the server is closed"}
+		return nil, true, &cordon.SessionGoneError{Session: "mcp", Reason: "the server is closed"}
 	}
 	if cur := s.sess.byConn[conn]; cur != nil && cur.Err() == nil {
 		return cur, true, nil

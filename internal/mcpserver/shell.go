@@ -14,7 +14,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cordon-run/cordon"
-	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -103,14 +102,14 @@ func (s *Server) shell(ctx context.Context, call *mcp.CallToolRequest, in ShellI
 	}
 	notRecorded := errors.Is(err, cordon.ErrNotRecorded)
 	if err != nil && !notRecorded {
-		res = runner.Result{ExitCode: runner.ExitSetupError, FailureType: runner.FailureSetupError, FailureDetail: err.Error()}
+		res = cordon.Result{ExitCode: cordon.ExitSetupError, FailureType: cordon.FailureSetupError, FailureDetail: err.Error()}
 	}
 	out := ShellOutput{
 		ExitCode: res.ExitCode, FailureType: string(res.FailureType), FailureDetail: res.FailureDetail,
 		BlockedPath: res.BlockedPath, DurationMS: res.DurationMS,
 		Stdout: stdout.text("stdout"), Stderr: stderr.text("stderr"),
 	}
-	if res.FailureType == runner.FailureSandboxDenied && !strings.Contains(res.FailureDetail, "writable: ") && !strings.Contains(res.FailureDetail, "readable: ") {
+	if res.FailureType == cordon.FailureSandboxDenied && !strings.Contains(res.FailureDetail, "writable: ") && !strings.Contains(res.FailureDetail, "readable: ") {
 		// A denial whose detail already says what IS allowed is not
 		// repeated: one list is enough to act on.
 		out.Allowed = s.allowed()
@@ -119,10 +118,10 @@ func (s *Server) shell(ctx context.Context, call *mcp.CallToolRequest, in ShellI
 	if notRecorded {
 		logrus.WithError(err).Error("audit log")
 		text += fmt.Sprintf("\n[cordon: %v]\n", err)
-		res.FailureType = runner.FailureSetupError
+		res.FailureType = cordon.FailureSetupError
 	}
 	result := textResult(text)
-	result.IsError = res.FailureType != runner.FailureNone
+	result.IsError = res.FailureType != cordon.FailureNone
 	return result, out, nil
 }
 
@@ -143,7 +142,7 @@ func (s *Server) allowed() string {
 func formatShell(o ShellOutput) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "exit code: %d\nfailure type: %s\n", o.ExitCode, o.FailureType)
-	if o.FailureType != string(runner.FailureNone) && o.FailureDetail != "" {
+	if o.FailureType != string(cordon.FailureNone) && o.FailureDetail != "" {
 		fmt.Fprintf(&b, "failure: %s\n", o.FailureDetail)
 	}
 	for _, st := range []struct{ name, text string }{{"stdout", o.Stdout}, {"stderr", o.Stderr}} {
@@ -246,7 +245,7 @@ func lastChars(s string, n int) string {
 
 // runShell runs one shell command in the connection's warm session, or
 // cold when the backend has no sessions. The sandbox's project records it.
-func (s *Server) runShell(ctx context.Context, conn *mcp.ServerSession, args []string, stdout, stderr *capture, d time.Duration) (runner.Result, error) {
+func (s *Server) runShell(ctx context.Context, conn *mcp.ServerSession, args []string, stdout, stderr *capture, d time.Duration) (cordon.Result, error) {
 	opts := []cordon.RunOption{cordon.Stdout(stdout), cordon.Stderr(stderr), cordon.Timeout(d)}
 	sess, ok, err := s.sessionFor(ctx, conn)
 	if !ok {
@@ -254,10 +253,10 @@ func (s *Server) runShell(ctx context.Context, conn *mcp.ServerSession, args []s
 	}
 	if err != nil {
 		sum := spec.Summarize(s.sb)
-		return runner.SetupFailure(runner.Result{Sandbox: &sum}, err), nil
+		return cordon.SetupFailure(cordon.Result{Sandbox: &sum}, err), nil
 	}
 	res, err := sess.Exec(ctx, args, opts...)
-	if errors.Is(err, runner.ErrSessionGone) {
+	if errors.Is(err, cordon.ErrSessionGone) {
 		return res, nil // typed session_gone; the next call starts a new session
 	}
 	return res, err
