@@ -23,7 +23,11 @@ func (run *linuxRun) network() error {
 	if err != nil {
 		return fmt.Errorf("network allow list: the sandbox's init: %w", err)
 	}
-	dev, err := netguard.TunFor(pid, netguard.LoopbackResolvers("/etc/resolv.conf"))
+	rules, err := netguard.ParseRules(run.eff.Network.Allow)
+	if err != nil {
+		return fmt.Errorf("network allow list: %w", err)
+	}
+	dev, err := netguard.TunFor(pid, netguard.LoopbackResolvers("/etc/resolv.conf"), netguard.LoopbackForwards(rules))
 	if err != nil {
 		return fmt.Errorf("network allow list: %w", err)
 	}

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cordon-run/cordon/internal/netguard"
 	"github.com/cordon-run/cordon/internal/netguard/nettest"
@@ -190,7 +194,8 @@ func TestIntegrationNetworkAllowListSession(t *testing.T) {
 		t.Fatalf("denied: %+v", o.res)
 	}
 	// The first exec's connection is reported once, with whichever exec
-	// saw it end: later execs are polled until it has.
+	// saw it end: later execs are polled (for up to ten seconds) until it
+	// has.
 	all := append(first, o.res.Network...)
 	conns := func() int {
 		n := 0
@@ -201,7 +206,8 @@ func TestIntegrationNetworkAllowListSession(t *testing.T) {
 		}
 		return n
 	}
-	for i := 0; conns() == 0 && i < 100; i++ {
+	for i := 0; conns() == 0 && i < 1000; i++ {
+		time.Sleep(10 * time.Millisecond)
 		o2 := execIn(t, s, runner.ExecRequest{Args: []string{"true"}})
 		if o2.res.FailureType != runner.FailureNone {
 			t.Fatalf("a later exec: %+v", o2.res)
@@ -282,5 +288,37 @@ func TestIntegrationNetworkAllowListWorker(t *testing.T) {
 	wide := &spec.Network{Enabled: true, Allow: []string{"elsewhere.test:80"}}
 	if _, err := spec.Derive(parent, &spec.Worker{Name: "greedy", Sandbox: &spec.WorkerRequest{Network: wide}}, 3); err == nil {
 		t.Fatal("a worker was given a host its parent does not allow")
+	}
+}
+
+// TestIntegrationNetworkAllowListLoopback: "localhost:PORT" in the list
+// reaches the host's own localhost on that port (a dev server, a
+// database), and no other port of it.
+func TestIntegrationNetworkAllowListLoopback(t *testing.T) {
+	sb := newSandbox(t)
+	if !tunOpens() {
+		t.Skip("this user cannot open /dev/net/tun (TestIntegrationNetworkAllowList covers the refusal)")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: time.Minute, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "the host's localhost\n")
+	})}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { srv.Close() })
+	port := l.Addr().(*net.TCPAddr).Port
+	sb.Network = spec.Network{Enabled: true, Allow: []string{fmt.Sprintf("localhost:%d", port)}}
+	n := &netSandbox{t: t, sb: sb}
+	if n.r, err = runner.New(runner.Options{StateDir: stateDir(t)}); err != nil {
+		t.Fatal(err)
+	}
+	o := n.run(curlArgs(fmt.Sprintf("http://localhost:%d/", port))...)
+	if o.res.FailureType != runner.FailureNone || o.stdout != "the host's localhost\n" {
+		t.Fatalf("localhost:%d: %+v, %q, %q", port, o.res, o.stdout, o.stderr)
+	}
+	if o := n.run(curlArgs(fmt.Sprintf("http://localhost:%d/", port+1))...); o.res.FailureType == runner.FailureNone {
+		t.Fatalf("another port of localhost: %+v, %q", o.res, o.stdout)
 	}
 }

@@ -26,7 +26,7 @@ func BenchmarkTunAndGuard(b *testing.B) {
 	defer ns.Close()
 	b.Run("tun", func(b *testing.B) {
 		for b.Loop() {
-			tun, err := tunInThread(ns, nil)
+			tun, err := tunInThread(ns, nil, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -39,7 +39,7 @@ func BenchmarkTunAndGuard(b *testing.B) {
 	})
 	b.Run("tun+guard", func(b *testing.B) {
 		for b.Loop() {
-			tun, err := tunInThread(ns, nil)
+			tun, err := tunInThread(ns, nil, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

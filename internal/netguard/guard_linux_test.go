@@ -2,6 +2,8 @@ package netguard
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -76,7 +78,11 @@ func newSandboxNSWith(t *testing.T, h *nettest.Host, o sandboxOpts, allow ...str
 		t.Fatal(err)
 	}
 	defer ns.Close()
-	tun, err := tunInThread(ns, dns)
+	rules, err := ParseRules(allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tun, err := tunInThread(ns, dns, LoopbackForwards(rules))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,11 +292,28 @@ func TestTunForJoinsTheOwningUserNamespace(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	tun, err := TunFor(pid, LoopbackResolvers("/nonexistent"))
+	// And a loopback port of the host, forwarded.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := Start(tun, Config{Allow: []string{"allowed.test:80"}, Resolver: h.DNS})
+	defer l.Close()
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			_, _ = io.WriteString(c, "host loopback\n")
+			c.Close()
+		}
+	}()
+	lport := l.Addr().(*net.TCPAddr).Port
+	fwd := []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(lport))}
+	tun, err := TunFor(pid, LoopbackResolvers("/nonexistent"), fwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tun.DNS) == 0 || len(tun.Forward) != 1 {
+		t.Fatalf("the helper passed %d DNS sockets and %d forwards", len(tun.DNS), len(tun.Forward))
+	}
+	g, err := Start(tun, Config{Allow: []string{"allowed.test:80", fmt.Sprintf("127.0.0.1:%d", lport)}, Resolver: h.DNS})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,6 +333,10 @@ s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.settimeout(20); s.sendto(q,
 print(m[3]&15, socket.inet_ntoa(m[-4:]))`).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "0 "+h.Addr.String() {
 		t.Fatalf("DNS to 127.0.0.1 in the namespace: %q, %v", out, err)
+	}
+	out, err = exec.Command("nsenter", "-t", fmt.Sprint(pid), "-U", "-n", "--preserve-credentials", "curl", "-sS", "--max-time", "20", fmt.Sprintf("telnet://127.0.0.1:%d", lport)).CombinedOutput()
+	if err != nil || string(out) != "host loopback\n" {
+		t.Fatalf("the forwarded loopback port: %q, %v", out, err)
 	}
 }
 
@@ -467,5 +494,54 @@ func TestGuardIPv6(t *testing.T) {
 	}
 	if d := s.denial(t, ReasonAddress); d.Addr != h.Addr6.Prev().String() {
 		t.Fatalf("denial %+v", d)
+	}
+}
+
+// TestGuardForwardsAllowedLoopbackPorts: a rule naming a loopback address
+// and port (a database on the host's localhost) is served by a listener
+// in the sandbox's namespace that forwards to the host's; other loopback
+// ports stay the sandbox's own.
+func TestGuardForwardsAllowedLoopbackPorts(t *testing.T) {
+	h := nettest.NewHost(t, "allowed.test")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+		}
+	}()
+	port := l.Addr().(*net.TCPAddr).Port
+	s := newSandboxNS(t, h, fmt.Sprintf("127.0.0.1:%d", port))
+	echo := func(port int) (string, error) {
+		return s.run("python3", "-c", fmt.Sprintf(`import socket
+c=socket.create_connection(("127.0.0.1",%d),timeout=20); c.sendall(b"db?"); c.shutdown(socket.SHUT_WR)
+b=b""
+while True:
+    x=c.recv(100)
+    if not x: break
+    b+=x
+print(b.decode())`, port))
+	}
+	out, err := echo(port)
+	if err != nil || strings.TrimSpace(out) != "db?" {
+		t.Fatalf("the allowed loopback port: %q, %v", out, err)
+	}
+	if out, err := echo(port + 1); err == nil {
+		t.Fatalf("another loopback port reached the host: %q", out)
+	}
+	s.g.Close()
+	found := false
+	for _, e := range s.events() {
+		found = found || e.Proto == "tcp" && e.Addr == "127.0.0.1" && e.Port == uint16(port) && e.Decision == Allow && e.BytesIn == 3
+	}
+	if !found {
+		t.Fatalf("no forwarded connection among %+v", s.events())
 	}
 }

@@ -109,6 +109,13 @@ func Start(dev *Device, cfg Config) (*Guard, error) {
 		return nil, err
 	}
 	if err := g.serveDNSFiles(dev.DNS); err != nil {
+		for _, f := range dev.Forward {
+			f.Close()
+		}
+		g.Close()
+		return nil, err
+	}
+	if err := g.serveForwards(dev.Forward); err != nil {
 		g.Close()
 		return nil, err
 	}

@@ -30,12 +30,16 @@ type Device struct {
 	Tun *os.File
 	// DNS are UDP sockets and TCP listeners on port 53.
 	DNS []*os.File
+	// Forward are TCP listeners on the loopback addresses and ports the
+	// allow list names (127.0.0.1:5432, localhost:3000): what connects
+	// there is forwarded to the same address and port of the host.
+	Forward []*os.File
 }
 
 // Close closes every descriptor of d.
 func (d *Device) Close() {
 	d.Tun.Close()
-	for _, f := range d.DNS {
+	for _, f := range append(d.DNS, d.Forward...) {
 		f.Close()
 	}
 }
@@ -47,7 +51,10 @@ func (d *Device) Close() {
 // destination through it; then it binds DNS sockets on port 53 of each
 // loopback address in dns (one that cannot be bound, as ::1 without IPv6,
 // is skipped: DNS there fails, it is not answered by anyone else).
-func MakeTun(dns []netip.Addr) (*Device, error) {
+//
+// For each address and port in fwd it binds a TCP listener there (see
+// Device.Forward); one that cannot be bound is an error.
+func MakeTun(dns []netip.Addr, fwd []netip.AddrPort) (*Device, error) {
 	tun, err := makeTun()
 	if err != nil {
 		return nil, err
@@ -77,7 +84,45 @@ func MakeTun(dns []netip.Addr) (*Device, error) {
 			d.DNS = append(d.DNS, f)
 		}
 	}
+	for _, ap := range fwd {
+		l, err := net.Listen("tcp", ap.String())
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("listen on %s in the sandbox for the allow list: %w", ap, err)
+		}
+		f, ferr := l.(*net.TCPListener).File()
+		l.Close()
+		if ferr != nil {
+			d.Close()
+			return nil, fmt.Errorf("listen on %s in the sandbox: %w", ap, ferr)
+		}
+		d.Forward = append(d.Forward, f)
+	}
 	return d, nil
+}
+
+// LoopbackForwards are the loopback addresses and ports that rules name
+// with a port (127.0.0.1:5432, [::1]:8080, localhost:3000, which is both),
+// port 53 aside: DNS there is answered by the guard, never forwarded.
+func LoopbackForwards(rules []Rule) []netip.AddrPort {
+	var out []netip.AddrPort
+	add := func(a netip.Addr, port uint16) {
+		ap := netip.AddrPortFrom(a, port)
+		if !slices.Contains(out, ap) {
+			out = append(out, ap)
+		}
+	}
+	for _, r := range rules {
+		switch {
+		case r.Port == 0 || r.Port == 53:
+		case r.Host == "" && r.Addr.IsLoopback():
+			add(r.Addr, r.Port)
+		case r.Host == "localhost" && !r.Wildcard:
+			add(netip.MustParseAddr("127.0.0.1"), r.Port)
+			add(netip.IPv6Loopback(), r.Port)
+		}
+	}
+	return out
 }
 
 // LoopbackResolvers are the loopback addresses a resolver in the sandbox

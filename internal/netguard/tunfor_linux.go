@@ -21,7 +21,7 @@ const HelperArg = "cordon-net-helper"
 // When the namespace belongs to the caller's own user
 // namespace (root without a user namespace) a locked thread joins it;
 // otherwise a helper does, re-executed from this binary (see HelperMain).
-func TunFor(pid int, dns []netip.Addr) (*Device, error) {
+func TunFor(pid int, dns []netip.Addr, fwd []netip.AddrPort) (*Device, error) {
 	userns, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/user")
 	if err != nil {
 		return nil, fmt.Errorf("the sandbox's user namespace: %w", err)
@@ -40,15 +40,15 @@ func TunFor(pid int, dns []netip.Addr) (*Device, error) {
 		return nil, fmt.Errorf("cordon's user namespace: %w", err)
 	}
 	if a.Ino == b.Ino && a.Dev == b.Dev {
-		return tunInThread(netns, dns)
+		return tunInThread(netns, dns, fwd)
 	}
-	return tunByHelper(userns, netns, dns)
+	return tunByHelper(userns, netns, dns, fwd)
 }
 
 // tunInThread joins netns on a locked thread, makes the tun device there
 // and returns. A thread that cannot go back is never unlocked, so the
 // runtime ends it instead of reusing it.
-func tunInThread(netns *os.File, dns []netip.Addr) (*Device, error) {
+func tunInThread(netns *os.File, dns []netip.Addr, fwd []netip.AddrPort) (*Device, error) {
 	type result struct {
 		dev *Device
 		err error
@@ -67,7 +67,7 @@ func tunInThread(netns *os.File, dns []netip.Addr) (*Device, error) {
 			ch <- result{err: fmt.Errorf("join the sandbox's network namespace: %w", err)}
 			return
 		}
-		dev, err := MakeTun(dns)
+		dev, err := MakeTun(dns, fwd)
 		if rerr := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); rerr != nil {
 			if dev != nil {
 				dev.Close()
@@ -85,7 +85,7 @@ func tunInThread(netns *os.File, dns []netip.Addr) (*Device, error) {
 // tunByHelper runs the helper with the namespaces as fds 3 and 4 and a
 // socket as fd 5, over which it sends the Device (the tun first) or its
 // error; the DNS addresses are its arguments.
-func tunByHelper(userns, netns *os.File, dns []netip.Addr) (*Device, error) {
+func tunByHelper(userns, netns *os.File, dns []netip.Addr, fwd []netip.AddrPort) (*Device, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("tun helper socket: %w", err)
@@ -95,6 +95,9 @@ func tunByHelper(userns, netns *os.File, dns []netip.Addr) (*Device, error) {
 	args := []string{HelperArg}
 	for _, a := range dns {
 		args = append(args, a.String())
+	}
+	for _, ap := range fwd {
+		args = append(args, ap.String())
 	}
 	cmd := exec.Command("/proc/self/exe", args...)
 	cmd.ExtraFiles = []*os.File{userns, netns, theirs}
@@ -118,13 +121,16 @@ func tunByHelper(userns, netns *os.File, dns []netip.Addr) (*Device, error) {
 	return dev, nil
 }
 
-// maxDNSFiles bounds the DNS sockets of a Device.
-const maxDNSFiles = 16
+// maxDNSFiles and maxForwards bound the sockets of a Device.
+const (
+	maxDNSFiles = 16
+	maxForwards = 32
+)
 
 // receiveDevice reads the helper's message: descriptors, or an error text.
 func receiveDevice(sock *os.File) (*Device, error) {
 	buf := make([]byte, 1024)
-	oob := make([]byte, unix.CmsgSpace(4*(1+maxDNSFiles)))
+	oob := make([]byte, unix.CmsgSpace(4*(1+maxDNSFiles+maxForwards)))
 	n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("tun helper: %w", err)
@@ -132,10 +138,16 @@ func receiveDevice(sock *os.File) (*Device, error) {
 	if oobn > 0 {
 		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 		if err == nil && len(msgs) == 1 {
-			if fds, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(fds) >= 1 {
+			// The message is the number of DNS sockets; the forwards
+			// follow them.
+			if fds, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(fds) >= 1 && n == 1 && int(buf[0]) < len(fds) {
 				d := &Device{Tun: os.NewFile(uintptr(fds[0]), "/dev/net/tun")}
-				for _, fd := range fds[1:] {
-					d.DNS = append(d.DNS, os.NewFile(uintptr(fd), "dns"))
+				for i, fd := range fds[1:] {
+					if i < int(buf[0]) {
+						d.DNS = append(d.DNS, os.NewFile(uintptr(fd), "dns"))
+					} else {
+						d.Forward = append(d.Forward, os.NewFile(uintptr(fd), "forward"))
+					}
 				}
 				return d, nil
 			}
@@ -154,21 +166,24 @@ func receiveDevice(sock *os.File) (*Device, error) {
 func HelperMain() {
 	sock := os.NewFile(5, "tun-helper")
 	var dns []netip.Addr
+	var fwd []netip.AddrPort
 	for _, a := range os.Args[2:] {
 		if ip, err := netip.ParseAddr(a); err == nil && len(dns) < maxDNSFiles/2 {
 			dns = append(dns, ip)
+		} else if ap, err := netip.ParseAddrPort(a); err == nil && len(fwd) < maxForwards {
+			fwd = append(fwd, ap)
 		}
 	}
-	dev, err := MakeTun(dns)
+	dev, err := MakeTun(dns, fwd)
 	if err != nil {
 		_, _ = sock.Write([]byte(err.Error()))
 		os.Exit(1)
 	}
 	fds := []int{int(dev.Tun.Fd())}
-	for _, f := range dev.DNS {
+	for _, f := range append(dev.DNS, dev.Forward...) {
 		fds = append(fds, int(f.Fd()))
 	}
-	if err := unix.Sendmsg(int(sock.Fd()), []byte{0}, unix.UnixRights(fds...), nil, 0); err != nil {
+	if err := unix.Sendmsg(int(sock.Fd()), []byte{byte(len(dev.DNS))}, unix.UnixRights(fds...), nil, 0); err != nil {
 		fmt.Fprintln(os.Stderr, "cordon-net-helper: send the tun device:", err)
 		os.Exit(1)
 	}
