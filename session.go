@@ -28,9 +28,10 @@ type Session struct {
 type SessionOption func(*sessionConfig)
 
 type sessionConfig struct {
-	id     string
-	bounds spec.Session
-	stderr io.Writer
+	id        string
+	bounds    spec.Session
+	stderr    io.Writer
+	lockedDir string
 }
 
 // SessionStderr sends the backend's warnings about what it does not
@@ -53,6 +54,14 @@ func SessionMaxLifetime(d time.Duration) SessionOption {
 // random id).
 func SessionID(id string) SessionOption { return func(c *sessionConfig) { c.id = id } }
 
+// SessionLockedDir names a directory of the caller's whose file "lock"
+// this process holds flocked for the session's life, such as a named
+// session's socket directory. If this process dies without closing the
+// session (SIGKILL), the session's reaper, which then removes the
+// sandbox's state and cgroups at once, removes that directory and its
+// files too, once it can take the lock.
+func SessionLockedDir(dir string) SessionOption { return func(c *sessionConfig) { c.lockedDir = dir } }
+
 // StartSession builds the sandbox once and returns when it is ready to run
 // commands. A host that cannot enforce the sandbox fails it closed as Run
 // does; backends without sessions return runner.ErrSessionsUnsupported.
@@ -73,7 +82,7 @@ func (s *Sandbox) StartSession(ctx context.Context, opts ...SessionOption) (*Ses
 		return nil, fmt.Errorf("the session was not started: %w", err)
 	}
 	rs, err := st.StartSession(ctx, runner.SessionRequest{Sandbox: s.sb, ID: c.id, Stderr: c.stderr,
-		IdleTimeout: c.bounds.IdleTimeout, MaxLifetime: c.bounds.MaxLifetime})
+		IdleTimeout: c.bounds.IdleTimeout, MaxLifetime: c.bounds.MaxLifetime, LockedDir: c.lockedDir})
 	if err != nil {
 		return nil, err
 	}

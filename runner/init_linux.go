@@ -20,7 +20,7 @@ const sandboxInitArg = "cordon-sandbox-init"
 // Init must be called first thing in main (and in TestMain) of every binary
 // that starts containers. When the binary was re-executed by libcontainer as
 // a container's init ("init" with libcontainer's pipes in the environment),
-// or by cordon as the sandbox's PID 1, Init runs that role and never
+// or by cordon as the sandbox's PID 1 or a session's reaper, Init runs that role and never
 // returns. Without it, every run fails at start (the Go API's Run says so).
 func Init() {
 	initCalled.Store(true)
@@ -37,6 +37,8 @@ func Init() {
 	case netguard.HelperArg:
 		// A C constructor joined the sandbox's namespaces first.
 		netguard.HelperMain()
+	case sessionReaperArg:
+		os.Exit(sessionReaperMain(os.Args[2:]))
 	case sandboxInitArg:
 		// The C constructor in sandboxinit_linux.c handles this before
 		// the Go runtime starts; reaching Go means it did not run.

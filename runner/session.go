@@ -60,6 +60,12 @@ type SessionRequest struct {
 	// with no exec running; MaxLifetime, when above zero, stops it that
 	// long after it started (spec.Session, from the config's `session:`).
 	IdleTimeout, MaxLifetime time.Duration
+	// LockedDir, when not "", is a directory of the caller's whose file
+	// "lock" this process holds flocked for the session's life (a named
+	// session's socket and info). When this process dies without closing
+	// the session (SIGKILL), the reaper that removes the session's
+	// leftovers at once removes that directory and its files too.
+	LockedDir string
 }
 
 // Session is one running sandbox that runs commands on request. Every exec

@@ -39,6 +39,8 @@ type linuxSession struct {
 	pidsFile   string // the cgroup file whose "max" counter types pids_limit
 	// run holds what the set-up steps built and their undo steps.
 	run *linuxRun
+	// reaper removes what the session leaves if this process is killed.
+	reaper *sessionReaper
 
 	life   lifecycle
 	sendMu sync.Mutex
@@ -67,6 +69,14 @@ func (r *linuxRunner) StartSession(ctx context.Context, req SessionRequest) (Ses
 	if r.rootless {
 		s.backend = "libcontainer-rootless"
 	}
+	if req.ID == "" {
+		req.ID = newRunID()
+	}
+	reaper, err := startSessionReaper(r.state.dir, req.ID, req.LockedDir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the session's reaper: %w", ErrSetup, err)
+	}
+	s.reaper = reaper
 	if err := s.start(ctx, req); err != nil {
 		s.teardown()
 		return nil, err
@@ -295,6 +305,7 @@ func (s *linuxSession) teardown() error {
 	}
 	s.cleaned = true
 	defer close(s.closed)
+	defer s.reaper.done() // after the cleanup: nothing is left to reap
 	if s.ctrl != nil {
 		s.ctrl.Close()
 	}

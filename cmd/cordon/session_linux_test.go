@@ -165,24 +165,47 @@ func initPIDOf(t *testing.T, u sessionUser, id string) int {
 }
 
 // noLeftovers checks that session name (sandbox id, init pid) left nothing:
-// no process, no state, no cgroup, no socket.
+// no process, no mount, no state, no cgroup, no socket. It polls: the
+// supervisor or its reaper may still be removing them.
 func noLeftovers(t *testing.T, u sessionUser, name, id string, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for unix.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+	var left []string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		left = leftoversOf(u, name, id, pid)
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	for _, l := range left {
+		t.Errorf("left after the session ended: %s", l)
+	}
+}
+
+func leftoversOf(u sessionUser, name, id string, pid int) []string {
+	var left []string
 	if err := unix.Kill(pid, 0); !errors.Is(err, unix.ESRCH) {
-		t.Errorf("the session's init %d still exists (%v)", pid, err)
+		left = append(left, fmt.Sprintf("the session's init %d (%v)", pid, err))
 	}
 	for _, p := range []string{
 		filepath.Join(u.state, "sessions", name), filepath.Join(u.state, "runs", id), filepath.Join(u.state, "lc", id),
 		"/sys/fs/cgroup/memory/cordon/" + id, "/sys/fs/cgroup/pids/cordon/" + id, "/sys/fs/cgroup/unified/cordon/" + id, "/sys/fs/cgroup/cordon/" + id,
 	} {
 		if _, err := os.Lstat(p); err == nil {
-			t.Errorf("%s is left after the session ended", p)
+			left = append(left, p)
 		}
 	}
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil && bytes.Contains(mi, []byte(id)) {
+		left = append(left, "a mount of "+id+" in /proc/self/mountinfo")
+	}
+	// Every process of the sandbox sits in a cgroup named after its id.
+	procs, _ := filepath.Glob("/proc/[0-9]*/cgroup")
+	for _, p := range procs {
+		if cg, err := os.ReadFile(p); err == nil && bytes.Contains(cg, []byte(id)) {
+			left = append(left, "a process of the sandbox: "+filepath.Dir(p))
+		}
+	}
+	return left
 }
 
 func TestSessionCLI(t *testing.T) {
@@ -263,8 +286,10 @@ func TestSessionCLI(t *testing.T) {
 }
 
 // SIGKILL of the supervisor ends the sandbox at once (its init sees EOF on
-// the control socket), later execs are refused with session_gone, and the
-// next cordon command removes what was left on the host.
+// the control socket), and the session's reaper removes what was left on
+// the host at once, with no other cordon command: processes (a detached
+// setsid one included), mounts, cgroups, state and the session's socket.
+// Later execs are refused with session_gone.
 func TestSessionCLISupervisorKilled(t *testing.T) {
 	for _, u := range sessionUsers(t) {
 		t.Run(u.name, func(t *testing.T) {
@@ -275,13 +300,13 @@ func TestSessionCLISupervisorKilled(t *testing.T) {
 			}
 			info := readSessionInfo(t, u, name)
 			pid := initPIDOf(t, u, info.ID)
+			if left := leftoversOf(u, name, info.ID, pid); len(left) == 0 {
+				t.Fatal("the running session shows none of what the check looks for")
+			}
 			if err := unix.Kill(info.PID, unix.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for unix.Kill(pid, 0) == nil && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
+			noLeftovers(t, u, name, info.ID, pid)
 			r := u.run(t, "", "exec", name, "--", "true")
 			if r.code != 125 || !strings.Contains(r.stderr, "session_gone") {
 				t.Fatalf("exec after the supervisor was killed: exit %d stderr %s", r.code, r.stderr)
@@ -289,7 +314,6 @@ func TestSessionCLISupervisorKilled(t *testing.T) {
 			if r := u.run(t, "", "session", "list"); r.code != 0 || strings.Contains(r.stdout, name) {
 				t.Fatalf("session list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
-			noLeftovers(t, u, name, info.ID, pid)
 		})
 	}
 }

@@ -68,7 +68,8 @@ func startSupervisor(name string, sf *sandboxFlags, of *overrideFlags, ag *agent
 		fmt.Fprintf(os.Stderr, "cordon session start: %v\n", err)
 		return exitConfig, nil
 	}
-	sess, err := s.StartSession(context.Background(), cordon.SessionStderr(os.Stderr))
+	sess, err := s.StartSession(context.Background(), cordon.SessionStderr(os.Stderr),
+		cordon.SessionLockedDir(d.SessionDir(name)))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		release()

@@ -79,6 +79,10 @@ func (d *Dir) SocketPath(name string) string { return filepath.Join(d.path, name
 
 func (d *Dir) sessionDir(name string) string { return filepath.Join(d.path, name) }
 
+// SessionDir is the directory of session name: its lock, socket and info.
+// Its supervisor holds the lock; see cordon.SessionLockedDir.
+func (d *Dir) SessionDir(name string) string { return d.sessionDir(name) }
+
 // Claim takes name for a new session: it creates DIR/NAME and holds its
 // lock until release is called. A name whose supervisor died is reclaimed;
 // a running one is ErrExists.
