@@ -115,18 +115,43 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// TestOpenFollowsLinksOnlyWhereTheCallerCannotWrite: a link in a folder the
-// caller cannot write (no sandbox of the caller could have made it) is
-// followed; run as root every folder is writable, so it is refused. Runs
-// as root in make unit and unprivileged in hack/test-rootless.sh.
-func TestOpenFollowsLinksOnlyWhereTheCallerCannotWrite(t *testing.T) {
+// TestOpenRefusesLinksInFoldersTheCallerOwns: a sandbox runs as the caller,
+// so it can plant a link in a folder and then make the folder read-only
+// (mkdir out; ln -s ~/x out/logs; chmod 555 out). The link is refused and
+// nothing is created where it points, for root and rootless alike (review
+// of issue 9, item 3: the rule looked only at whether the caller could
+// write the folder now). Runs as root in make unit and unprivileged in
+// hack/test-rootless.sh.
+func TestOpenRefusesLinksInFoldersTheCallerOwns(t *testing.T) {
 	dir, target := t.TempDir(), t.TempDir()
 	sealed := filepath.Join(dir, "sealed")
 	must(t, os.Mkdir(sealed, 0o755))
 	must(t, os.Symlink(target, filepath.Join(sealed, "link")))
 	must(t, os.Chmod(sealed, 0o555))
 	t.Cleanup(func() { _ = os.Chmod(sealed, 0o755) })
-	f, err := Open(filepath.Join(sealed, "link", "r.json"), false, 0o600)
+	if _, err := Open(filepath.Join(sealed, "link", "r.json"), false, 0o600); !errors.Is(err, ErrUnsafe) {
+		t.Fatalf("a link in a folder the caller owns was followed: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(target, "r.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the file was created where the link points: %v", err)
+	}
+}
+
+// TestOpenFollowsLinksInFoldersOfOthers: a link in a folder of another user
+// that the caller cannot write (no sandbox of the caller could have made
+// it), here the merged-/usr /lib -> usr/lib in root's /, is followed; run
+// as root every folder is writable, so it is refused.
+func TestOpenFollowsLinksInFoldersOfOthers(t *testing.T) {
+	if fi, err := os.Lstat("/lib"); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Skip("/lib is not a symbolic link on this host")
+	}
+	if target, err := os.Readlink("/lib"); err != nil || strings.Count(strings.Trim(target, "/"), "/") != 1 {
+		t.Skip("/lib does not point two levels down (usr/lib)")
+	}
+	dir := t.TempDir()
+	// Walked by components: /lib is followed to /usr/lib, then ../.. is /.
+	via := "/lib/../.." + filepath.Join(dir, "r.json")
+	f, err := Open(via, false, 0o600)
 	if os.Geteuid() == 0 {
 		if !errors.Is(err, ErrUnsafe) {
 			t.Fatalf("as root a link was followed: %v", err)
@@ -135,7 +160,7 @@ func TestOpenFollowsLinksOnlyWhereTheCallerCannotWrite(t *testing.T) {
 	}
 	must(t, err)
 	must(t, f.Close())
-	if _, err := os.Stat(filepath.Join(target, "r.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "r.json")); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -25,11 +25,12 @@ const maxLinks = 40
 // known to be safe. A relative path is taken from the current directory.
 //
 // It refuses (ErrUnsafe):
-//   - a symbolic link in any folder of the path that the caller can write,
-//     since a sandboxed command runs as the caller (or, rootless, as it) and
-//     may have made it; a link in a folder the caller cannot write (such as
-//     /home -> /usr/home) is followed. Run as root, every folder is writable,
-//     so no link is followed: give the path without links;
+//   - a symbolic link in any folder of the path that the caller can write
+//     or owns, since a sandboxed command runs as the caller (or, rootless,
+//     as it) and may have made it (and then made the folder read-only); a
+//     link in a folder of another user that the caller cannot write (such as
+//     /home -> /usr/home in root's /) is followed. Run as root, every folder
+//     is writable, so no link is followed: give the path without links;
 //   - a symbolic link, FIFO, socket, device or directory as the file itself
 //     (the open never follows the last component and never blocks: a FIFO
 //     with no reader cannot hang cordon);
@@ -130,9 +131,9 @@ func openDir(abs, dir string) (int, error) {
 			unix.Close(fd)
 			return -1, &os.PathError{Op: "open folder", Path: link, Err: err}
 		}
-		if unix.Access(cur, unix.W_OK) == nil {
+		if callerCouldWrite(fd, cur) {
 			unix.Close(fd)
-			return -1, fmt.Errorf("%w: %s goes through the symbolic link %s, in a folder a sandboxed command could write; "+
+			return -1, fmt.Errorf("%w: %s goes through the symbolic link %s, in a folder a sandboxed command could have written; "+
 				"cordon follows no such link when it writes a report or a log: give the path without it", ErrUnsafe, abs, link)
 		}
 		if links++; links > maxLinks {
@@ -154,6 +155,19 @@ func openDir(abs, dir string) (int, error) {
 		}
 	}
 	return fd, nil
+}
+
+// callerCouldWrite reports whether a sandbox of the caller could have
+// written the folder dirfd (at path): the caller can write it now, or owns
+// it. A folder the caller owns may have been made read-only by the very
+// command that planted a link in it (mkdir out; ln -s ~/x out/logs; chmod
+// 555 out), since a sandbox runs as the caller (rootless, mapped to it).
+func callerCouldWrite(dirfd int, path string) bool {
+	var st unix.Stat_t
+	if err := unix.Fstat(dirfd, &st); err != nil || st.Uid == uint32(os.Geteuid()) {
+		return true
+	}
+	return unix.Access(path, unix.W_OK) == nil
 }
 
 func isSymlink(dirfd int, name string) bool {
