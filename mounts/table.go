@@ -378,6 +378,12 @@ func isUnder(p, base string) bool {
 func matchUnder(p string, list []string) string {
 	fp := foldCase(p)
 	for _, l := range list {
+		if spec.IsPattern(l) {
+			if spec.MatchUnder(foldCase(l), fp) {
+				return l
+			}
+			continue
+		}
 		if isUnder(fp, foldCase(l)) {
 			return l
 		}

@@ -82,17 +82,13 @@ func newBrokerPolicy(sb *spec.Sandbox) brokerPolicy {
 
 // Refuse returns "deny PATH" or "protect PATH" for the entry that forbids
 // changing path.
-func (p brokerPolicy) Refuse(path string, subtree bool) string {
+func (p brokerPolicy) Refuse(path string) string {
 	for _, r := range p.rules {
-		if under(path, r.path) || (subtree && under(r.path, path)) {
+		if spec.MatchUnder(r.path, path) {
 			return r.kind + " " + r.path
 		}
 	}
 	return ""
-}
-
-func under(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // brokerCreds are the ids the broker acts with: a root run's command's

@@ -179,3 +179,53 @@ git checkout -q feature; git rebase -q main; git log --oneline | wc -l; git stat
 	}
 	mustNotExist(t, filepath.Join(sb.Root, ".git/hooks/pre-commit"))
 }
+
+// TestIntegrationBrokerPatterns is the security property "protect and deny
+// patterns hold for paths that do not exist yet": in a nested repository
+// and a submodule's gitdir made inside the sandbox, hooks and config are
+// refused (and the host's next git runs nothing); a deny pattern's match
+// that exists at start is unreadable, and one the command tries to make is
+// refused; a directory rename that would carry a guarded path is refused.
+func TestIntegrationBrokerPatterns(t *testing.T) {
+	sb := newSandbox(t)
+	ws := sb.Root
+	sb.Protect = append(sb.Protect, ws+"/**/.git/hooks", ws+"/**/.git/config", ws+"/**/.git/modules/**/config", ws+"/**/.git/modules/**/hooks")
+	sb.Deny = []string{ws + "/**/.env", ws + "/**/*.pem"}
+	if err := os.MkdirAll(ws+"/svc", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ws+"/svc/.env", []byte("TOKEN=hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A repository the host made, with a hook: renaming it away would
+	// carry the hook out of the pattern's reach.
+	if err := os.MkdirAll(ws+"/old/.git/hooks", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := run(t, sb, "", sh("cat svc/.env")...)
+	if out.res.ExitCode == 0 || strings.Contains(out.stdout, "hunter2") {
+		t.Fatalf("a deny pattern's match was read: %+v %q", out.res, out.stdout)
+	}
+	for _, script := range []string{
+		"mkdir -p sub/.git/hooks",
+		"mkdir -p sub/.git && printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' > sub/.git/config",
+		"mkdir -p .git/modules/m && echo '[core]' > .git/modules/m/config",
+		"mkdir -p .git/modules/a/b && mkdir .git/modules/a/b/hooks",
+		"mkdir -p web && echo x > web/../key.pem",
+		"mkdir -p deep/er && echo T=1 > deep/er/.env",
+		"mkdir -p t/hooks && echo x > t/hooks/pre-commit && mkdir -p n && mv t n/.git",
+		"mv old old2",
+	} {
+		out := run(t, sb, "", sh(script)...)
+		if out.res.FailureType != runner.FailureSandboxDenied {
+			t.Errorf("%s: want sandbox_denied, got %+v %s", script, out.res, out.stderr)
+		}
+	}
+	for _, p := range []string{"sub/.git/hooks", "sub/.git/config", ".git/modules/m/config", ".git/modules/a/b/hooks", "key.pem", "deep/er/.env", "n/.git", "old2"} {
+		mustNotExist(t, filepath.Join(ws, p))
+	}
+	// A plain directory rename still works.
+	if out := run(t, sb, "", sh("mkdir -p src/x && mv src src2")...); out.res.ExitCode != 0 {
+		t.Fatalf("a plain rename failed: %+v %s", out.res, out.stderr)
+	}
+}

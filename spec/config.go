@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -268,18 +269,13 @@ func (d *decoder) pathList(n *yaml.Node, field, root string, rootOK bool) []stri
 
 // rootRelative normalizes deny or protect entries: relative ones are
 // joined with root, "~" is $HOME, trailing slashes are dropped, duplicates
-// are merged. Glob characters are refused so that "*.pem" cannot be
-// mistaken for a rule that applies.
+// are merged. An entry may be a pattern (see IsPattern): "**/.env".
 func (d *decoder) rootRelative(raw []strItem, root string, rootOK bool) []string {
 	out := []string{}
 	seen := map[string]bool{}
 	const fix = "give a path relative to the root (\".env\", \"secrets/\"), an absolute path or ~/path"
 	for _, it := range raw {
 		s, ef, line := it.s, it.field, it.line
-		if strings.ContainsAny(s, "*?[") {
-			d.fail(ef, line, fmt.Sprintf("%q looks like a glob pattern, and patterns are not supported", s), "list each path on its own")
-			continue
-		}
 		if prob := pathProblem(s); prob != "" {
 			d.fail(ef, line, prob, fix)
 			continue
@@ -293,6 +289,10 @@ func (d *decoder) rootRelative(raw []strItem, root string, rootOK bool) []string
 			continue // the root's own error says why
 		}
 		p, _ := hostPath(exp, root)
+		if prob := patternProblem(p); prob != "" {
+			d.fail(ef, line, strings.Replace(prob, strconv.Quote(p), strconv.Quote(s), 1), "write * ? [..] within a component and ** as a whole one: \"**/.env\", \"secrets/*.pem\"")
+			continue
+		}
 		if !seen[p] {
 			seen[p] = true
 			out = append(out, p)

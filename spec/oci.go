@@ -213,6 +213,14 @@ func toOCI(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) (*
 		return nil, errors.New("oci: no sandbox")
 	}
 	var problems []error
+	// Mounts hold the deny and protect paths; the patterns' matches that
+	// exist now are deny paths like any other (the runner's broker holds
+	// the patterns themselves).
+	orig := sb
+	sb, err := withoutPatterns(sb)
+	if err != nil {
+		problems = append(problems, err)
+	}
 
 	rootPath := ro.Rootfs
 	if sb.System.Kind == SystemRootfs {
@@ -286,7 +294,7 @@ func toOCI(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) (*
 	if err != nil {
 		problems = append(problems, err)
 	}
-	annotations, err := sandboxAnnotations(sb, unenforced)
+	annotations, err := sandboxAnnotations(orig, unenforced)
 	if err != nil {
 		problems = append(problems, err)
 	}
@@ -540,7 +548,7 @@ func placeholders(sb *Sandbox, lstat func(string) (fs.FileInfo, error)) []Placeh
 	var out []Placeholder
 	for _, p := range append(slices.Clone(sb.Deny), sb.Protect...) {
 		z, ok := containingZone(zones, p)
-		if !ok || z.readonly {
+		if !ok || z.readonly || IsPattern(p) {
 			continue
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(p, z.target), "/")

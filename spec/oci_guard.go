@@ -160,7 +160,7 @@ func GuardedPaths(sb *Sandbox) []string {
 	seen := map[string]bool{}
 	for _, p := range append(slices.Clone(sb.Deny), sb.Protect...) {
 		z, ok := containingZone(zones, p)
-		if !ok || z.readonly {
+		if !ok || z.readonly || IsPattern(p) {
 			continue
 		}
 		for a := p; a != z.target && within(a, z.target); a = filepath.Dir(a) {

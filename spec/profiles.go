@@ -24,6 +24,19 @@ var DefaultProtect = []string{
 	".git/commondir",
 	".git/config.worktree",
 	".git/worktrees",
+	// The same files of every repository below the root (a nested
+	// repository, a submodule checkout's gitdir), as patterns the runner's
+	// broker holds for paths that appear mid-run too.
+	"**/.git/hooks",
+	"**/.git/config",
+	"**/.git/commondir",
+	"**/.git/config.worktree",
+	"**/.git/modules/**/hooks",
+	"**/.git/modules/**/config",
+	"**/.git/modules/**/commondir",
+	"**/.git/modules/**/config.worktree",
+	"**/.git/worktrees/*/commondir",
+	"**/.git/worktrees/*/config.worktree",
 	// cordon's own project config: a command that could write it would
 	// widen the next run that discovers it.
 	"cordon.yaml",

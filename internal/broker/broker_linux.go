@@ -26,10 +26,9 @@ import (
 // Policy decides which paths the sandbox may change.
 type Policy interface {
 	// Refuse returns the rule that forbids creating, changing or removing
-	// the sandbox path p, or "" when nothing does. With subtree, p is a
-	// directory being renamed: a rule matching anything below p refuses
-	// it too.
-	Refuse(p string, subtree bool) string
+	// the sandbox path p, or "" when nothing does. (A renamed directory is
+	// walked: each entry is decided at its path and at its new one.)
+	Refuse(p string) string
 }
 
 // Denial is one refused call.

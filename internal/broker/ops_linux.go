@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -64,8 +65,8 @@ type sysc struct {
 }
 
 // check refuses p when a rule forbids changing it, and records why.
-func (b *Broker) check(op, p string, subtree bool) bool {
-	if rule := b.policy.Refuse(p, subtree); rule != "" {
+func (b *Broker) check(op, p string) bool {
+	if rule := b.policy.Refuse(p); rule != "" {
 		b.deny(op, p, rule)
 		return false
 	}
@@ -123,7 +124,7 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 			if flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL {
 				return fail(unix.EEXIST)
 			}
-			if !b.check(op, l.path, false) {
+			if !b.check(op, l.path) {
 				return fail(unix.EACCES)
 			}
 			if st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == unix.Mkdev(5, 0) {
@@ -138,7 +139,7 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 			}
 			return result{fd: fd, cloexec: cloexec}
 		case err == unix.ENOENT && flags&unix.O_CREAT != 0:
-			if !b.check(op, l.path, false) {
+			if !b.check(op, l.path) {
 				return fail(unix.EACCES)
 			}
 			unix.Umask(c.umask())
@@ -201,14 +202,14 @@ func cleanAbs(p string) string {
 // with flags, as the kernel does for /proc/self/fd/N.
 func (b *Broker) reopenCallerFD(c *call, op string, fd, flags int) result {
 	link := "/proc/" + strconv.Itoa(c.pid) + "/fd/" + strconv.Itoa(fd)
-	if p, err := linkPath(link); err == nil && !b.check(op, p, false) {
+	if p, err := linkPath(link); err == nil && !b.check(op, p) {
 		return fail(unix.EACCES)
 	}
 	nfd, err := unix.Open(link, (flags|unix.O_CLOEXEC)&^(unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW), 0)
 	if err != nil {
 		return fail(err)
 	}
-	if p, err := fdPath(nfd); err == nil && !b.check(op, p, false) {
+	if p, err := fdPath(nfd); err == nil && !b.check(op, p) {
 		unix.Close(nfd)
 		return fail(unix.EACCES)
 	}
@@ -234,7 +235,7 @@ func (b *Broker) mkdir(c *call, op string, dirfd int32, pathAddr uint64, mode ui
 	if err != nil {
 		return fail(err)
 	}
-	if !b.check(op, l.path, false) {
+	if !b.check(op, l.path) {
 		return fail(unix.EACCES)
 	}
 	unix.Umask(c.umask())
@@ -249,7 +250,7 @@ func (b *Broker) mknod(c *call, op string, dirfd int32, pathAddr uint64, mode ui
 	if err != nil {
 		return fail(err)
 	}
-	if !b.check(op, l.path, false) {
+	if !b.check(op, l.path) {
 		return fail(unix.EACCES)
 	}
 	unix.Umask(c.umask())
@@ -261,7 +262,7 @@ func (b *Broker) unlink(c *call, op string, dirfd int32, pathAddr uint64, flags 
 	if err != nil {
 		return fail(err)
 	}
-	if !b.check(op, l.path, false) {
+	if !b.check(op, l.path) {
 		return fail(unix.EACCES)
 	}
 	return errResult(unix.Unlinkat(l.dir, l.name, flags))
@@ -276,10 +277,65 @@ func (b *Broker) rename(c *call, op string, a [6]uint64, oldArg, newArg int, fla
 	if err != nil {
 		return fail(err)
 	}
-	if !b.check(op, from.path, isDir(from)) || !b.check(op, to.path, isDir(to) || isDir(from)) {
+	if !b.check(op, from.path) || !b.check(op, to.path) {
+		return fail(unix.EACCES)
+	}
+	// A directory carries what lies below it: nothing in it may be a
+	// guarded path where it is, nor become one where it goes.
+	if isDir(from) && !b.checkTree(op, from, to.path) {
+		return fail(unix.EACCES)
+	}
+	if flags&unix.RENAME_EXCHANGE != 0 && isDir(to) && !b.checkTree(op, to, from.path) {
 		return fail(unix.EACCES)
 	}
 	return errResult(unix.Renameat2(from.dir, from.name, to.dir, to.name, flags))
+}
+
+// maxTreeEntries bounds the walk of a renamed directory; a larger tree is
+// refused (fail closed).
+const maxTreeEntries = 200000
+
+// checkTree walks the directory at l and refuses when an entry below it is
+// guarded at its path now or would be at its path under dst.
+func (b *Broker) checkTree(op string, l loc, dst string) bool {
+	fd, err := unix.Openat(l.dir, l.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	n := 0
+	return b.walk(op, l.path, fd, l.path, dst, &n)
+}
+
+// walk decides each entry below src (and its twin below dst); a refusal is
+// recorded for top, the directory the call named.
+func (b *Broker) walk(op, top string, fd int, src, dst string, n *int) bool {
+	f := os.NewFile(uintptr(fd), src)
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		*n++
+		if *n > maxTreeEntries {
+			b.deny(op, src, "a renamed directory with more than "+strconv.Itoa(maxTreeEntries)+" entries is not checked")
+			return false
+		}
+		s, d := src+"/"+e.Name(), dst+"/"+e.Name()
+		for _, p := range []string{s, d} {
+			if rule := b.policy.Refuse(p); rule != "" {
+				b.deny(op, top, rule+" (which "+p+" would leave or enter)")
+				return false
+			}
+		}
+		if e.IsDir() {
+			cfd, err := unix.Openat(fd, e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil || !b.walk(op, top, cfd, s, d, n) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func isDir(l loc) bool {
@@ -292,7 +348,7 @@ func (b *Broker) link(c *call, op string, a [6]uint64, flags int) result {
 	if err != nil {
 		return fail(err)
 	}
-	if !b.check(op, to.path, false) {
+	if !b.check(op, to.path) {
 		return fail(unix.EACCES)
 	}
 	var src int
@@ -305,7 +361,7 @@ func (b *Broker) link(c *call, op string, a [6]uint64, flags int) result {
 				return fail(unix.EBADF)
 			}
 			src = c.keep(fd)
-			if fp, err := fdPath(src); err == nil && !b.check(op, fp, false) {
+			if fp, err := fdPath(src); err == nil && !b.check(op, fp) {
 				return fail(unix.EACCES)
 			}
 			return errResult(unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(src), to.dir, to.name, unix.AT_SYMLINK_FOLLOW))
@@ -322,7 +378,7 @@ func (b *Broker) link(c *call, op string, a [6]uint64, flags int) result {
 	}
 	// A second name for a protected or denied file would be a way to
 	// write or read it.
-	if !b.check(op, srcPath, false) {
+	if !b.check(op, srcPath) {
 		return fail(unix.EACCES)
 	}
 	return errResult(unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), to.dir, to.name, unix.AT_SYMLINK_FOLLOW))
@@ -337,7 +393,7 @@ func (b *Broker) symlink(c *call, op string, targetAddr uint64, dirfd int32, pat
 	if err != nil {
 		return fail(err)
 	}
-	if !b.check(op, l.path, false) {
+	if !b.check(op, l.path) {
 		return fail(unix.EACCES)
 	}
 	return errResult(unix.Symlinkat(target, l.dir, l.name))
@@ -357,7 +413,7 @@ func (b *Broker) chmod(c *call, op string, dirfd int32, pathAddr uint64, mode ui
 	if err != nil {
 		return fail(err)
 	}
-	if !b.check(op, path, false) {
+	if !b.check(op, path) {
 		return fail(unix.EACCES)
 	}
 	return errResult(unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), mode, 0))
@@ -372,7 +428,7 @@ func (b *Broker) truncate(c *call, op string, pathAddr uint64, length int64) res
 	if err != nil {
 		return fail(err)
 	}
-	if !b.check(op, path, false) {
+	if !b.check(op, path) {
 		return fail(unix.EACCES)
 	}
 	return errResult(unix.Truncate("/proc/self/fd/"+strconv.Itoa(fd), length))

@@ -1,0 +1,197 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// A deny or protect entry may be a pattern: "*", "?" and "[...]" match
+// within one path component (as path.Match), and a component "**" matches
+// any number of components, none included. "**/.git/hooks" is every
+// .git/hooks below the root, the root's own included; "**/*.pem" every
+// .pem file. A pattern holds for what exists at start and for what appears
+// later: the runner's broker refuses creating, changing, renaming or
+// removing any path it matches (or that lies below a match), and a deny
+// pattern's matches that exist at start are masked like a deny path.
+
+// IsPattern reports whether a deny or protect entry is a pattern.
+func IsPattern(p string) bool { return strings.ContainsAny(p, "*?[") }
+
+// patternProblem says what is wrong with pattern p, or "".
+func patternProblem(p string) string {
+	for _, c := range strings.Split(p, "/") {
+		if c == "**" {
+			continue
+		}
+		if strings.Contains(c, "**") {
+			return fmt.Sprintf("%q: ** must be a whole path component (\"**/.env\", \"a/**/b\")", p)
+		}
+		if _, err := path.Match(c, ""); err != nil {
+			return fmt.Sprintf("%q: the component %q is not a valid pattern (%v)", p, c, err)
+		}
+	}
+	if !IsPattern(p) {
+		return ""
+	}
+	if lit := literalPrefix(p); lit == "/" || lit == "" {
+		return fmt.Sprintf("%q: a pattern must start below a directory (\"**/.env\" is relative to the root)", p)
+	}
+	return ""
+}
+
+// literalPrefix is the directory of pattern p before its first pattern
+// component.
+func literalPrefix(p string) string {
+	comps := strings.Split(p, "/")
+	for i, c := range comps {
+		if IsPattern(c) {
+			return path.Clean("/" + strings.Join(comps[:i], "/"))
+		}
+	}
+	return p
+}
+
+func comps(p string) []string {
+	return strings.FieldsFunc(p, func(r rune) bool { return r == '/' })
+}
+
+// MatchUnder reports whether the clean absolute path p is matched by the
+// entry rule (a path or a pattern) or lies below a match.
+func MatchUnder(rule, p string) bool {
+	if !IsPattern(rule) {
+		return p == rule || rule == "/" || strings.HasPrefix(p, strings.TrimSuffix(rule, "/")+"/")
+	}
+	return matchUnder(comps(rule), comps(p))
+}
+
+func matchUnder(pc, xc []string) bool {
+	if len(pc) == 0 {
+		return true
+	}
+	if pc[0] == "**" {
+		return matchUnder(pc[1:], xc) || (len(xc) > 0 && matchUnder(pc, xc[1:]))
+	}
+	if len(xc) == 0 {
+		return false
+	}
+	if ok, _ := path.Match(pc[0], xc[0]); !ok {
+		return false
+	}
+	return matchUnder(pc[1:], xc[1:])
+}
+
+// MayMatchBelow reports whether the entry rule matches the directory dir,
+// something below it, or something it lies below: renaming or removing dir
+// would move or remove what rule guards.
+func MayMatchBelow(rule, dir string) bool {
+	if !IsPattern(rule) {
+		return MatchUnder(rule, dir) || MatchUnder(dir, rule)
+	}
+	return mayBelow(comps(rule), comps(dir))
+}
+
+func mayBelow(pc, xc []string) bool {
+	if len(xc) == 0 || len(pc) == 0 {
+		return true
+	}
+	if pc[0] == "**" {
+		return mayBelow(pc[1:], xc) || mayBelow(pc, xc[1:])
+	}
+	if ok, _ := path.Match(pc[0], xc[0]); !ok {
+		return false
+	}
+	return mayBelow(pc[1:], xc[1:])
+}
+
+// maxPatternMatches bounds what one deny pattern's walk may find.
+const maxPatternMatches = 4096
+
+// PatternMatches returns the paths that exist now below the literal
+// prefix of pattern, on this host, that it matches (not what lies below a
+// match). The walk does not follow symlinks and skips directories the
+// pattern cannot reach.
+func PatternMatches(pattern string) ([]string, error) {
+	root := literalPrefix(pattern)
+	pc := comps(pattern)
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			if errors.Is(err, fs.ErrPermission) {
+				return nil
+			}
+			return err
+		}
+		xc := comps(p)
+		if matchExact(pc, xc) {
+			out = append(out, p)
+			if d.IsDir() {
+				return fs.SkipDir // below a match is covered by the match
+			}
+		}
+		if d.IsDir() && !mayBelow(pc, xc) {
+			return fs.SkipDir
+		}
+		if len(out) > maxPatternMatches {
+			return fmt.Errorf("deny pattern %q matches more than %d paths; narrow it", pattern, maxPatternMatches)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func matchExact(pc, xc []string) bool {
+	if len(pc) == 0 {
+		return len(xc) == 0
+	}
+	if pc[0] == "**" {
+		return matchExact(pc[1:], xc) || (len(xc) > 0 && matchExact(pc, xc[1:]))
+	}
+	if len(xc) == 0 {
+		return false
+	}
+	if ok, _ := path.Match(pc[0], xc[0]); !ok {
+		return false
+	}
+	return matchExact(pc[1:], xc[1:])
+}
+
+// withoutPatterns returns sb with its pattern entries replaced, for the
+// mount translation, by what the deny patterns match on the host now:
+// protect patterns have no mount (the broker holds them).
+func withoutPatterns(sb *Sandbox) (*Sandbox, error) {
+	if !slices.ContainsFunc(sb.Deny, IsPattern) && !slices.ContainsFunc(sb.Protect, IsPattern) {
+		return sb, nil
+	}
+	c := sb.Clone()
+	c.Deny, c.Protect = nil, nil
+	var errs []error
+	for _, d := range sb.Deny {
+		if !IsPattern(d) {
+			c.Deny = append(c.Deny, d)
+			continue
+		}
+		m, err := PatternMatches(d)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("deny %s: %w", d, err))
+		}
+		for _, p := range m {
+			if !slices.Contains(c.Deny, p) {
+				c.Deny = append(c.Deny, p)
+			}
+		}
+	}
+	for _, p := range sb.Protect {
+		if !IsPattern(p) {
+			c.Protect = append(c.Protect, p)
+		}
+	}
+	return c, errors.Join(errs...)
+}
