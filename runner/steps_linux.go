@@ -193,6 +193,15 @@ func (run *linuxRun) libcontainerConfig() error {
 	if err != nil {
 		return fmt.Errorf("libcontainer config: %w", err)
 	}
+	if r := config.Cgroups.Resources; config.Cgroups.Systemd && r != nil && r.Memory > 0 {
+		// The OOM killer kills the allocating process and the sandbox
+		// goes on, as in cordon's own cgroups; a user's systemd set to
+		// stop a scope on an OOM kill (OOMPolicy=stop) is told not to.
+		if r.Unified == nil {
+			r.Unified = map[string]string{}
+		}
+		r.Unified["memory.oom.group"] = "0"
+	}
 	run.config = config
 	return nil
 }
