@@ -513,6 +513,15 @@ static void client(int argc, char **argv)
 		snprintf(opt, sizeof(opt), "cwd=%s", cwd);
 		append_str(&buf, &len, &cap, opt);
 		nopts++;
+	} else {
+		// Like cordon run: the command runs in this directory when the
+		// sandbox shows it; the supervisor decides.
+		char wd[4096];
+		if (getcwd(wd, sizeof(wd))) {
+			snprintf(opt, sizeof(opt), "wd=%s", wd);
+			append_str(&buf, &len, &cap, opt);
+			nopts++;
+		}
 	}
 	if (detach) {
 		append_str(&buf, &len, &cap, "detach=1");

@@ -223,6 +223,7 @@ func TestSessionCLI(t *testing.T) {
 			if r := u.run(t, "", "exec", name, "--cwd", "/tmp", "--", "pwd"); r.stdout != "/tmp\n" {
 				t.Fatalf("--cwd: %q %s", r.stdout, r.stderr)
 			}
+			checkExecDirs(t, u, name)
 			// A boundary refusal is typed per exec, with the report of run.
 			report := filepath.Join(u.ws, "report.json")
 			r = u.run(t, "", "exec", name, "--report", report, "--", "sh", "-c", "echo x > /usr/cordon-cli-probe")
@@ -282,6 +283,46 @@ func TestSessionCLI(t *testing.T) {
 			}
 			noLeftovers(t, u, name, info.ID, pid)
 		})
+	}
+}
+
+// checkExecDirs: as with cordon run, an exec runs in the caller's directory
+// when the sandbox shows it, else in the workspace with a note; --cwd
+// outside the sandbox is refused (exit 2) with a fix, and nothing runs.
+func checkExecDirs(t *testing.T, u sessionUser, name string) {
+	t.Helper()
+	sub := filepath.Join(u.ws, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if u.prefix != nil {
+		if err := os.Chown(sub, 4242, 4242); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := u.cmd("", "exec", name, "--", "pwd")
+	c.Dir = sub
+	if out, err := c.Output(); err != nil || string(out) != sub+"\n" {
+		t.Fatalf("exec from %s: %q %v", sub, out, err)
+	}
+	c = u.cmd("", "exec", name, "--", "pwd")
+	c.Dir = "/"
+	var se bytes.Buffer
+	c.Stderr = &se
+	if out, err := c.Output(); err != nil || string(out) != u.ws+"\n" ||
+		!strings.Contains(se.String(), "cordon: note: the current directory / is not in the sandbox; the command runs in "+u.ws) {
+		t.Fatalf("exec from /: %q %v %s", out, err, se.String())
+	}
+	if r := u.run(t, "", "exec", name, "--cwd", "sub", "--", "pwd"); r.code != 0 || r.stdout != sub+"\n" {
+		t.Fatalf("--cwd sub: exit %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	marker := filepath.Join(u.ws, "cwd-marker")
+	r := u.run(t, "", "exec", name, "--cwd", "/nonexistent-cordon", "--", "touch", marker)
+	if r.code != 2 || !strings.Contains(r.stderr, "cordon exec: --cwd /nonexistent-cordon") || !strings.Contains(r.stderr, "fix:") {
+		t.Fatalf("--cwd outside the sandbox: exit %d %s", r.code, r.stderr)
+	}
+	if _, err := os.Lstat(marker); err == nil {
+		t.Fatal("the command ran despite the refused --cwd")
 	}
 }
 

@@ -112,7 +112,14 @@ func (s *Server) handle(c *net.UnixConn) error {
 // for the client's stderr and the JSON report, as `cordon run` would give
 // them.
 func (s *Server) exec(c *net.UnixConn, req *request, files []*os.File) (int, string, []byte) {
-	opts := []cordon.RunOption{cordon.Env(req.env), cordon.Dir(req.opts["cwd"]),
+	if len(req.argv) == 0 || req.argv[0] == "" {
+		return 2, "cordon exec: no command given; fix: cordon exec NAME [flags] -- CMD [ARG...]\n", nil
+	}
+	dir, err := s.workDir(req.opts["cwd"], req.opts["wd"], files[2])
+	if err != nil {
+		return 2, err.Error() + "\n", nil
+	}
+	opts := []cordon.RunOption{cordon.Env(req.env), cordon.Dir(dir),
 		cordon.Stdin(files[0]), cordon.Stdout(files[1]), cordon.Stderr(files[2])}
 	if req.opts["detach"] == "1" {
 		opts = append(opts, cordon.Detach())
@@ -123,9 +130,6 @@ func (s *Server) exec(c *net.UnixConn, req *request, files []*os.File) (int, str
 			return 2, fmt.Sprintf("cordon exec: --timeout %q is not a duration above zero; fix: give one with a unit, such as 30s or 5m\n", t), nil
 		}
 		opts = append(opts, cordon.Timeout(d))
-	}
-	if len(req.argv) == 0 || req.argv[0] == "" {
-		return 2, "cordon exec: no command given; fix: cordon exec NAME [flags] -- CMD [ARG...]\n", nil
 	}
 	var size atomic.Uint32
 	if req.opts["tty"] == "1" {
@@ -163,6 +167,27 @@ func (s *Server) exec(c *net.UnixConn, req *request, files []*os.File) (int, str
 	}
 	report, _ := json.MarshalIndent(res, "", "  ")
 	return code, msg, append(report, '\n')
+}
+
+// workDir is the exec's working directory, chosen as `cordon run` chooses
+// it: --cwd (a sandbox path; relative: under the workspace), checked, or
+// else the client's own directory wd when the sandbox shows that host
+// directory at the same path, or else the workspace, with a note on the
+// client's stderr saying so.
+func (s *Server) workDir(cwd, wd string, stderr *os.File) (string, error) {
+	sb := s.Session.Sandbox()
+	if cwd != "" {
+		dir, err := sb.CheckDir(cwd)
+		if err != nil {
+			return "", fmt.Errorf("cordon exec: --cwd %s: %w; fix: give a directory inside the sandbox (cordon explain lists them)", cwd, err)
+		}
+		return dir, nil
+	}
+	dir, inside := sb.WorkDir(wd)
+	if !inside && wd != "" {
+		fmt.Fprintf(stderr, "cordon: note: the current directory %s is not in the sandbox; the command runs in %s (--cwd DIR to choose)\n", wd, dir)
+	}
+	return dir, nil
 }
 
 // clientSignals reads the client's signal frames until it closes its end
