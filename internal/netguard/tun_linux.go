@@ -1,6 +1,7 @@
 package netguard
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -53,7 +54,8 @@ func (d *Device) Close() {
 // is skipped: DNS there fails, it is not answered by anyone else).
 //
 // For each address and port in fwd it binds a TCP listener there (see
-// Device.Forward); one that cannot be bound is an error.
+// Device.Forward); one that cannot be bound is an error, but for ::1 in a
+// namespace without IPv6.
 func MakeTun(dns []netip.Addr, fwd []netip.AddrPort) (*Device, error) {
 	tun, err := makeTun()
 	if err != nil {
@@ -86,6 +88,10 @@ func MakeTun(dns []netip.Addr, fwd []netip.AddrPort) (*Device, error) {
 	}
 	for _, ap := range fwd {
 		l, err := net.Listen("tcp", ap.String())
+		if err != nil && ap.Addr().Is6() && errors.Is(err, unix.EADDRNOTAVAIL) {
+			// No IPv6 in the sandbox: nothing can connect to ::1.
+			continue
+		}
 		if err != nil {
 			d.Close()
 			return nil, fmt.Errorf("listen on %s in the sandbox for the allow list: %w", ap, err)
