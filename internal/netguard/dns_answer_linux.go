@@ -67,7 +67,7 @@ func (p *policy) answer(query []byte) []byte {
 	var kept []string
 	for _, a := range addrs {
 		a = a.Unmap()
-		if r.Wildcard && neverByWildcard(a) {
+		if r.Wildcard && p.neverByWildcard(a) {
 			continue
 		}
 		p.addPin(a, name, r)
@@ -76,7 +76,7 @@ func (p *policy) answer(query []byte) []byte {
 	}
 	if len(kept) == 0 && len(addrs) > 0 {
 		ev.Decision, ev.Reason = Deny, ReasonPrivate
-		ev.Detail = fmt.Sprintf("%s resolved only to loopback, link-local or metadata addresses, which the wildcard rule %q never yields; add %q to allow it", name, r.Text, name)
+		ev.Detail = fmt.Sprintf("%s resolved only to loopback, link-local, metadata or this machine's own addresses, which the wildcard rule %q never yields; add %q to allow it", name, r.Text, name)
 		p.record(ev)
 		return pack(resp)
 	}

@@ -30,7 +30,9 @@ type policy struct {
 	// pins: address → names the guard's DNS answered with it. Pins are
 	// kept for the life of the guard: a connection is only ever dialled
 	// to the address it was made to, so there is nothing to re-resolve.
-	pins    map[netip.Addr]*pin
+	pins map[netip.Addr]*pin
+	// local are this machine's own addresses (see neverByWildcard).
+	local   map[netip.Addr]bool
 	denials []Event
 	events  int
 	// denied counts every denial, kept or not; itemised counts the
@@ -59,7 +61,7 @@ func newPolicy(cfg Config) (*policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &policy{rules: rules, resolver: cfg.Resolver, dial: cfg.Dial, onEvent: cfg.OnEvent, pins: map[netip.Addr]*pin{}}
+	p := &policy{rules: rules, resolver: cfg.Resolver, dial: cfg.Dial, onEvent: cfg.OnEvent, pins: map[netip.Addr]*pin{}, local: localAddrs()}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver
 	}
@@ -196,9 +198,33 @@ func (p *policy) pinHosts(file string) {
 			if name == "" {
 				continue
 			}
-			if r, _ := nameDecision(p.rules, name, 0); r.Text != "" && !(r.Wildcard && neverByWildcard(a)) {
+			if r, _ := nameDecision(p.rules, name, 0); r.Text != "" && !(r.Wildcard && p.neverByWildcard(a)) {
 				p.addPin(a, name, r)
 			}
 		}
 	}
+}
+
+// neverByWildcard reports the addresses a wildcard rule never yields:
+// loopback, link-local, metadata (see neverByWildcard), and every address
+// of this machine's own interfaces. cordon dials from the host, where a
+// service listening on all addresses answers at each of them as it does
+// on loopback.
+func (p *policy) neverByWildcard(a netip.Addr) bool {
+	return neverByWildcard(a) || p.local[a.Unmap()]
+}
+
+// localAddrs returns the addresses of the interfaces of cordon's network
+// namespace (the host's).
+func localAddrs() map[netip.Addr]bool {
+	out := map[netip.Addr]bool{}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok {
+				out[ip.Unmap()] = true
+			}
+		}
+	}
+	return out
 }
