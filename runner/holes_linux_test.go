@@ -389,3 +389,31 @@ func TestIntegrationRootOnlyEtcFilesHidden(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegrationMountTargetThroughPlantedLinkRefused: a mount target
+// inside the workspace is made on the host by path when the sandbox is set
+// up, so a link an earlier command planted there (a -> .git/hooks) carried
+// it into a protect path: the run created .git/hooks/pre-commit on the
+// host. Such a target is refused before anything is made, and nothing
+// appears in .git/hooks (review of issue 9, item 4's class). Root and
+// rootless.
+func TestIntegrationMountTargetThroughPlantedLinkRefused(t *testing.T) {
+	sb := newSandbox(t)
+	hooks := filepath.Join(sb.Root, ".git", "hooks")
+	if err := os.MkdirAll(hooks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(".git/hooks", filepath.Join(sb.Root, "a")); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "hook")
+	if err := os.WriteFile(src, []byte("echo pwned\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb.Mounts = []spec.Mount{{Source: src, Target: filepath.Join(sb.Root, "a", "pre-commit"), Readonly: true}}
+	out := run(t, sb, "", "true")
+	if out.res.ExitCode != runner.ExitSetupError || !strings.Contains(out.res.FailureDetail, "mounts[0].target") {
+		t.Errorf("a mount target through a planted link: %+v", out.res)
+	}
+	mustNotExist(t, filepath.Join(hooks, "pre-commit"))
+}
