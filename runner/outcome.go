@@ -89,12 +89,8 @@ func Classify(res Result, o Outcome, explain ...Explainer) Result {
 		return res
 	case fileSizeKilled(o):
 		res.FailureType = FailureFileSizeLimit
-		how := "was killed by SIGXFSZ"
-		if o.Signal == "" {
-			how = fmt.Sprintf("exited with status %d, as a shell reports a process killed by SIGXFSZ", o.ExitCode)
-		}
-		res.FailureDetail = fmt.Sprintf("a file grew past the file size limit of %s (limits.file_size) and the command %s; "+
-			"raise limits.file_size or write less", spec.FormatBytes(o.FileSizeLimit), how)
+		res.FailureDetail = fmt.Sprintf("a file grew past the file size limit of %s (limits.file_size) and the command was killed by SIGXFSZ; "+
+			"raise limits.file_size or write less", spec.FormatBytes(o.FileSizeLimit))
 		return res
 	}
 	for _, e := range explain {
@@ -106,6 +102,11 @@ func Classify(res Result, o Outcome, explain ...Explainer) Result {
 	res.FailureDetail = fmt.Sprintf("the command exited with status %d", o.ExitCode)
 	if o.Signal != "" {
 		res.FailureDetail = "the command was killed by " + o.Signal
+	} else if o.FileSizeLimit > 0 && o.ExitCode == 128+sigXFSZ {
+		// The status is the command's own to choose, so it decides no type;
+		// it only earns a hint.
+		res.FailureDetail += fmt.Sprintf(", as a shell reports a child killed by SIGXFSZ: if a file reached limits.file_size (%s), "+
+			"that was it", spec.FormatBytes(o.FileSizeLimit))
 	}
 	return res
 }
@@ -121,13 +122,12 @@ func initFailed(o Outcome) bool {
 const sigXFSZ = 25
 
 // fileSizeKilled reports whether the file size limit ended the command:
-// SIGXFSZ in its wait status, or the 128+SIGXFSZ a shell exits with when a
-// child of it was killed so. Without a limit the kernel sends no SIGXFSZ.
+// SIGXFSZ in the wait status cordon's PID 1 reaped. A shell's exit status
+// 128+SIGXFSZ is not enough: any command can exit with it (a forged
+// file_size_limit would invite raising the limit). Without a limit the
+// kernel sends no SIGXFSZ.
 func fileSizeKilled(o Outcome) bool {
-	if o.FileSizeLimit <= 0 {
-		return false
-	}
-	return o.Signal == "SIGXFSZ" || (o.Signal == "" && o.ExitCode == 128+sigXFSZ)
+	return o.FileSizeLimit > 0 && o.Signal == "SIGXFSZ"
 }
 
 // SetupFailure is res for a sandbox that could not be set up (exit 125).
