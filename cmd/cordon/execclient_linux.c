@@ -138,6 +138,35 @@ static int open_report(const char *path)
 	return fd;
 }
 
+// replace_file removes what is at name in dfd (never following it) and
+// creates a regular file there; when the entry cannot be removed, it takes
+// an existing regular file with one link in place (O_NOFOLLOW, no block).
+static int replace_file(int dfd, const char *name)
+{
+	if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+		(void)unlinkat(dfd, name, AT_REMOVEDIR);
+	int fd = open_file(dfd, name, 1);
+	if (fd < 0 && errno == EEXIST)
+		fd = open_file(dfd, name, 0);
+	return fd;
+}
+
+// own_folder_writable gives the owner write and search permission on the
+// folder dfd when the caller owns it and lacks them: a command running as
+// the caller (rootless) can chmod 555 the report's folder after planting a
+// forged report in it. It returns 1 when it changed the mode.
+static int own_folder_writable(int dfd)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	int changed = fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 0300) != 0300 &&
+		      fchmod(fd, (st.st_mode & 07777) | 0300) == 0;
+	close(fd);
+	return changed;
+}
+
 // reopen_report returns a descriptor of the file now at the report's path:
 // report_fd when the path still names it (emptied), else a file created
 // afresh in place of whatever the command left there; -1 when neither can
@@ -158,9 +187,9 @@ static int reopen_report(void)
 	    S_ISREG(now.st_mode) && now.st_dev == held.st_dev && now.st_ino == held.st_ino && now.st_nlink == 1) {
 		fd = dup(report_fd);
 	} else {
-		if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
-			(void)unlinkat(dfd, name, AT_REMOVEDIR);
-		fd = open_file(dfd, name, 1);
+		fd = replace_file(dfd, name);
+		if (fd < 0 && own_folder_writable(dfd))
+			fd = replace_file(dfd, name);
 	}
 	int e = errno;
 	close(dfd);

@@ -52,7 +52,24 @@ func TestExecReportNotForgedByTheCommand(t *testing.T) {
 			if b, _ := os.ReadFile(filepath.Join(u.ws, "src")); string(b) != "source\n" {
 				t.Errorf("the hard-linked workspace file is now %q", b)
 			}
-			r := u.run(t, "", "exec", name, "--report", "rep.json", "--", "sh", "-c", "rm -f rep.json; mkdir rep.json; echo forged > rep.json/x; exit 3")
+			// Rootless, the command owns the folder, so it can leave a
+			// forged report in it and make both read-only.
+			ro := filepath.Join(u.ws, "ro")
+			if err := os.Mkdir(ro, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.Chmod(ro, 0o755) })
+			if u.prefix != nil {
+				if err := os.Chown(ro, 4242, 4242); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := u.run(t, "", "exec", name, "--report", "ro/rep.json", "--", "sh", "-c",
+				`rm -f ro/rep.json; printf '{"exit_code": 0, "forged": true}' > ro/rep.json; chmod 444 ro/rep.json; chmod 555 ro; exit 3`)
+			if got := readReportMap(t, filepath.Join(ro, "rep.json")); r.code != 3 || got["exit_code"] != float64(3) || got["forged"] != nil {
+				t.Errorf("read-only folder: exit %d, report %v, stderr %s", r.code, got, r.stderr)
+			}
+			r = u.run(t, "", "exec", name, "--report", "rep.json", "--", "sh", "-c", "rm -f rep.json; mkdir rep.json; echo forged > rep.json/x; exit 3")
 			if r.code != exitSetup || !strings.Contains(r.stderr, "was replaced or moved while the command ran") {
 				t.Errorf("a folder at the report path: exit %d, stderr %s; want 125 and the reason", r.code, r.stderr)
 			}
