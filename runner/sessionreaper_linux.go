@@ -93,13 +93,22 @@ func sessionReaperMain(args []string) int {
 			}
 		}
 	}
-	if s, err := openStateDir(stateDir); err == nil {
-		s.reapRun(id)
+	reapSession(stateDir, id, lockedDir)
+	return 0
+}
+
+// reapSession removes what session id's dead supervisor left. It creates
+// nothing: a state directory removed meanwhile (a test's temporary one)
+// stays removed.
+func reapSession(stateDir, id, lockedDir string) {
+	if fi, err := os.Lstat(filepath.Join(stateDir, "runs", id)); err == nil && fi.IsDir() {
+		if s, err := openStateDir(stateDir); err == nil {
+			s.reapRun(id)
+		}
 	}
 	if lockedDir != "" {
 		removeLockedDir(lockedDir)
 	}
-	return 0
 }
 
 // reapRun cleans up after run id once its lock is free: its cordon is
