@@ -207,10 +207,10 @@ func TestIntegrationBrokerPatterns(t *testing.T) {
 		t.Fatalf("a deny pattern's match was read: %+v %q", out.res, out.stdout)
 	}
 	for _, script := range []string{
-		"mkdir -p sub/.git/hooks",
+		"mkdir -p sub/.git/hooks && touch sub/.git/hooks/post-checkout",
 		"mkdir -p sub/.git && printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' > sub/.git/config",
 		"mkdir -p .git/modules/m && echo '[core]' > .git/modules/m/config",
-		"mkdir -p .git/modules/a/b && mkdir .git/modules/a/b/hooks",
+		"mkdir -p .git/modules/a/b/hooks && ln -s /bin/sh .git/modules/a/b/hooks/pre-push",
 		"mkdir -p web && echo x > web/../key.pem",
 		"mkdir -p deep/er && echo T=1 > deep/er/.env",
 		"mkdir -p t/hooks && echo x > t/hooks/pre-commit && mkdir -p n && mv t n/.git",
@@ -221,11 +221,80 @@ func TestIntegrationBrokerPatterns(t *testing.T) {
 			t.Errorf("%s: want sandbox_denied, got %+v %s", script, out.res, out.stderr)
 		}
 	}
-	for _, p := range []string{"sub/.git/hooks", "sub/.git/config", ".git/modules/m/config", ".git/modules/a/b/hooks", "key.pem", "deep/er/.env", "n/.git", "old2"} {
+	for _, p := range []string{"sub/.git/hooks/post-checkout", "sub/.git/config", ".git/modules/m/config", ".git/modules/a/b/hooks/pre-push", "key.pem", "deep/er/.env", "n/.git", "old2"} {
 		mustNotExist(t, filepath.Join(ws, p))
 	}
 	// A plain directory rename still works.
 	if out := run(t, sb, "", sh("mkdir -p src/x && mv src src2")...); out.res.ExitCode != 0 {
 		t.Fatalf("a plain rename failed: %+v %s", out.res, out.stderr)
+	}
+}
+
+// TestIntegrationBrokerGitNewRepos: with the default protect list, git init
+// and git clone work inside the sandbox (the broker lets git's templates
+// and a new repository's config through, the config only with keys that
+// run nothing, written by the broker itself), a submodule checkout and a
+// commit in the superproject work, and planting in any of these
+// repositories is refused: a hook, core.fsmonitor, core.hooksPath, an
+// alias, or an edit of the config the host made.
+func TestIntegrationBrokerGitNewRepos(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	sb := newSandbox(t)
+	sb.Protect = nil
+	for _, p := range spec.DefaultProtect {
+		sb.Protect = append(sb.Protect, filepath.Join(sb.Root, p))
+	}
+	ws := sb.Root
+	src := filepath.Join(ws, "lib")
+	for _, args := range [][]string{{"init", "-q", "-b", "main", src}, {"-C", src, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "lib"}} {
+		if b, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, b)
+		}
+	}
+	libCfg, _ := os.ReadFile(filepath.Join(src, ".git/config"))
+	script := `set -e
+export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t
+git init -q -b main app && cd app
+echo a > a; git add a; git commit -q -m a
+git -c protocol.file.allow=always submodule add -q ../lib lib
+git commit -q -m sub
+git -C lib log --oneline | wc -l
+cd .. && git clone -q app copy && git -C copy log --oneline | wc -l
+git -C copy branch feature && git -C copy stash list | wc -l
+echo done`
+	out := run(t, sb, "", sh(script)...)
+	if out.res.ExitCode != 0 || !strings.HasSuffix(out.stdout, "done\n") {
+		t.Fatalf("git in new repositories: %+v stdout %q stderr %s", out.res, out.stdout, out.stderr)
+	}
+	for _, plant := range []string{
+		"printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > app/.git/hooks/pre-commit",
+		"git -C app config core.fsmonitor 'touch /tmp/pwned'",
+		"git -C app config core.hooksPath /tmp",
+		"git -C copy config alias.st '!touch /tmp/pwned'",
+		"git -C app/lib config core.fsmonitor 'touch /tmp/pwned'",
+		"printf '#!/bin/sh\\n' > app/.git/modules/lib/hooks/post-checkout",
+		"git -C lib config user.name x",
+		"mv app/.git/hooks/pre-commit.sample app/.git/hooks/pre-commit",
+	} {
+		out := run(t, sb, "", sh(plant)...)
+		if out.res.FailureType != runner.FailureSandboxDenied {
+			t.Errorf("%s: want sandbox_denied, got %+v %s", plant, out.res, out.stderr)
+		}
+	}
+	for _, hook := range []string{"app/.git/hooks/pre-commit", "app/.git/modules/lib/hooks/post-checkout"} {
+		mustNotExist(t, filepath.Join(ws, hook))
+	}
+	for _, repo := range []string{"app", "copy", "app/lib"} {
+		cmd := exec.Command("git", "config", "--list", "--show-origin")
+		cmd.Dir = filepath.Join(ws, repo)
+		b, err := cmd.CombinedOutput()
+		if err != nil || strings.Contains(string(b), "fsmonitor") || strings.Contains(string(b), "hookspath") || strings.Contains(string(b), "alias.") {
+			t.Fatalf("%s's config: %v %s", repo, err, b)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(src, ".git/config")); !bytes.Equal(b, libCfg) {
+		t.Fatalf("the host repository's config changed: %q", b)
 	}
 }

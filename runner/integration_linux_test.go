@@ -102,6 +102,19 @@ func stateDir(t *testing.T) string {
 
 func sh(script string) []string { return []string{"/bin/sh", "-c", script} }
 
+// mustBeEmptyDir: p is absent or an empty directory (a directory the
+// command may make; nothing in it).
+func mustBeEmptyDir(t *testing.T, p string) {
+	t.Helper()
+	ents, err := os.ReadDir(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s: %v", p, err)
+	}
+	if len(ents) != 0 {
+		t.Fatalf("%s holds %v after the run: the sandbox let it through", p, ents)
+	}
+}
+
 func mustNotExist(t *testing.T, p string) {
 	t.Helper()
 	if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
@@ -286,11 +299,12 @@ func TestIntegrationDenyAndProtect(t *testing.T) {
 			t.Fatalf("want sandbox_denied: %+v", out.res)
 		}
 		mustNotExist(t, hook)
-		// The broker refused the protected name itself: only what the
-		// command created (.git) is there, nothing of cordon's.
-		mustNotExist(t, filepath.Join(sb.Root, ".git/hooks"))
-		if out.res.BlockedPath != filepath.Join(sb.Root, ".git/hooks") {
-			t.Fatalf("blocked path %q, want the hooks directory", out.res.BlockedPath)
+		// The broker refused the hook itself: only what the command
+		// created (.git and an empty hooks directory, as git's templates
+		// need) is there, nothing of cordon's.
+		mustBeEmptyDir(t, filepath.Join(sb.Root, ".git/hooks"))
+		if out.res.BlockedPath != hook {
+			t.Fatalf("blocked path %q, want the hook", out.res.BlockedPath)
 		}
 		if err := os.RemoveAll(filepath.Join(sb.Root, ".git")); err != nil {
 			t.Fatal(err)
@@ -730,7 +744,7 @@ func TestIntegrationConcurrentRunsKeepProtection(t *testing.T) {
 		t.Fatalf("the long run planted a hook after the first run ended: %s", longErr.String())
 	}
 	mustNotExist(t, file(".git/hooks/pre-commit"))
-	mustNotExist(t, file(".git/hooks"))
+	mustBeEmptyDir(t, file(".git/hooks"))
 }
 
 // TestIntegrationSeccompAndNoPrivileges is the security property "the

@@ -57,6 +57,8 @@ type Broker struct {
 	policy Policy
 	creds  Creds
 
+	git gitState
+
 	mu      sync.Mutex
 	denials []Denial
 	failed  error

@@ -64,6 +64,17 @@ type sysc struct {
 	run  func(b *Broker, c *call, a [6]uint64) result
 }
 
+// checkCreate is check for a name that does not exist yet, with git's
+// templates let through (see git_linux.go).
+func (b *Broker) checkCreate(op, p string, dir bool) bool {
+	rule := b.policy.Refuse(p)
+	if rule == "" || templateAllowed(rule, p, dir) {
+		return true
+	}
+	b.deny(op, p, rule)
+	return false
+}
+
 // check refuses p when a rule forbids changing it, and records why.
 func (b *Broker) check(op, p string) bool {
 	if rule := b.policy.Refuse(p); rule != "" {
@@ -139,7 +150,7 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 			}
 			return result{fd: fd, cloexec: cloexec}
 		case err == unix.ENOENT && flags&unix.O_CREAT != 0:
-			if !b.check(op, l.path) {
+			if !b.checkCreate(op, l.path, false) {
 				return fail(unix.EACCES)
 			}
 			unix.Umask(c.umask())
@@ -235,7 +246,7 @@ func (b *Broker) mkdir(c *call, op string, dirfd int32, pathAddr uint64, mode ui
 	if err != nil {
 		return fail(err)
 	}
-	if !b.check(op, l.path) {
+	if !b.checkCreate(op, l.path, true) {
 		return fail(unix.EACCES)
 	}
 	unix.Umask(c.umask())
@@ -277,7 +288,14 @@ func (b *Broker) rename(c *call, op string, a [6]uint64, oldArg, newArg int, fla
 	if err != nil {
 		return fail(err)
 	}
-	if !b.check(op, from.path) || !b.check(op, to.path) {
+	if !b.check(op, from.path) {
+		return fail(unix.EACCES)
+	}
+	if rule := b.policy.Refuse(to.path); rule != "" {
+		if strings.HasPrefix(rule, "protect ") && gitConfigName(to.path) && flags == 0 && !isDir(from) {
+			return b.renameGitConfig(op, from, to)
+		}
+		b.deny(op, to.path, rule)
 		return fail(unix.EACCES)
 	}
 	// A directory carries what lies below it: nothing in it may be a
@@ -413,7 +431,11 @@ func (b *Broker) chmod(c *call, op string, dirfd int32, pathAddr uint64, mode ui
 	if err != nil {
 		return fail(err)
 	}
-	if !b.check(op, path) {
+	// git probes the file system's modes on the config it just wrote: a
+	// config the broker wrote (see git_linux.go) may change its mode.
+	var st unix.Stat_t
+	mine := gitConfigName(path) && unix.Fstat(fd, &st) == nil && b.git.wroteIt(st)
+	if !mine && !b.check(op, path) {
 		return fail(unix.EACCES)
 	}
 	return errResult(unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), mode, 0))

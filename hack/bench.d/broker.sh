@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# hack/bench.d/broker.sh BASE NEW [RUNS]: what cordon's seccomp-notify
+# broker costs, side by side in one run: the cordon binary BASE (built from a
+# commit before the broker) against NEW, alternating, on the same sandbox
+# (the default workspace profile's protect list, patterns included, the
+# fixtures mounted read-only at /fix). Cases:
+#   true       cordon run -- true (cold)
+#   read-tree  find and cat a 10,000-file tree
+#   py-import  a Python import of pygments' lexers, yaml, email, asyncio, ...
+#   untar      untar 10,000 small files, then rm -rf them
+#   git-clone  git clone of a local repository of 5,000 files
+#   go-build   go build of a small program with a cold build cache (GO=1)
+# Prints the median wall time of each (RUNS, default 5) and NEW/BASE.
+# hack/bench runs it when BROKER_BASE names the base binary.
+set -Eeuo pipefail
+base="$(realpath "$1")" new="$(realpath "$2")" n="${3:-5}"
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/cordon-brokerbench.XXXXXX")"
+trap 'rm -rf --one-file-system "$tmp"' EXIT
+fix="$tmp/fix" work="$tmp/work"
+mkdir -p "$fix/tree" "$work"
+python3 - "$fix/tree" <<'PY'
+import os, sys
+root = sys.argv[1]
+for d in range(100):
+    p = os.path.join(root, "d%03d" % d)
+    os.makedirs(p, exist_ok=True)
+    for f in range(100):
+        with open(os.path.join(p, "f%03d.txt" % f), "w") as fh:
+            fh.write("line %d %d\n" % (d, f) * 8)
+PY
+tar cf "$fix/small.tar" -C "$fix" tree
+git init -q "$fix/repo"
+for d in $(seq 0 49); do
+  mkdir -p "$fix/repo/d$d"
+  for f in $(seq 0 99); do echo "$d $f" >"$fix/repo/d$d/f$f"; done
+done
+git -C "$fix/repo" add -A
+git -C "$fix/repo" -c user.name=b -c user.email=b@b commit -q -m fixture
+mkdir -p "$fix/gomod"
+printf 'module bench\n\ngo 1.21\n' >"$fix/gomod/go.mod"
+printf 'package main\n\nimport (\n\t"encoding/json"\n\t"fmt"\n\t"net/url"\n)\n\nfunc main() {\n\tb, _ := json.Marshal(url.Values{"a": {"b"}})\n\tfmt.Println(string(b))\n}\n' >"$fix/gomod/main.go"
+goroot="$(go env GOROOT 2>/dev/null || echo /usr/local/go)"
+cat >"$tmp/cfg.yaml" <<YAML
+sandbox:
+  root: ./work
+  mounts:
+    - {source: $fix, target: /fix, readonly: true}
+    - {source: $goroot, readonly: true}
+  env:
+    pass: [PATH]
+    set: {HOME: $work, GOCACHE: $work/gocache, GOPATH: $work/gopath, GOFLAGS: -mod=mod, GOTOOLCHAIN: local}
+YAML
+export PATH="$goroot/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+declare -A cmd=(
+  [true]="true"
+  [read-tree]="find /fix/tree -type f | xargs cat | wc -c"
+  [py-import]="/usr/bin/python3 -c 'import pygments.lexers, pygments.formatters, yaml, email.mime.multipart, http.client, asyncio, unittest, json, xml.etree.ElementTree'"
+  [untar]="mkdir u && tar xf /fix/small.tar -C u && rm -rf u"
+  [git-clone]="git clone -q /fix/repo c && rm -rf c"
+  [go-build]="rm -rf gocache b && cp -r /fix/gomod b && cd b && go build -o /dev/null . && cd .. && rm -rf b"
+)
+cases=(true read-tree py-import untar git-clone)
+[ "${GO:-0}" = 1 ] && cases+=(go-build)
+now() { date +%s%N; }
+declare -A times
+for c in "${cases[@]}"; do
+  for i in $(seq 1 "$n"); do
+    for which in base new; do
+      bin="$base"
+      [ "$which" = new ] && bin="$new"
+      if [ "$c" = true ]; then
+        t0=$(now); (cd "$work" && "$bin" run --config "$tmp/cfg.yaml" -- true) >/dev/null; t1=$(now)
+      else
+        t0=$(now); (cd "$work" && "$bin" run --config "$tmp/cfg.yaml" -- sh -c "${cmd[$c]}") >/dev/null; t1=$(now)
+      fi
+      times[$c.$which]+="$(( (t1 - t0) / 1000000 )) "
+    done
+  done
+done
+median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+printf '| case | base ms (median of %d) | broker ms | broker/base |\n|---|---|---|---|\n' "$n"
+for c in "${cases[@]}"; do
+  b=$(echo "${times[$c.base]}" | median)
+  w=$(echo "${times[$c.new]}" | median)
+  printf '| %s | %s | %s | %s |\n' "$c" "$b" "$w" "$(awk -v a="$w" -v b="$b" 'BEGIN {printf "%.3f", a/b}')"
+done

@@ -1,0 +1,187 @@
+package broker
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// What git itself needs of guarded paths in a repository the command
+// creates (git init, git clone), without giving it a way to plant code:
+//
+//   - git's templates: the hooks directory, made empty, and "*.sample"
+//     files created in it; git never runs a hook by that name, and no
+//     other name can be created, renamed or linked there;
+//   - a new repository's config: git writes config.lock and renames it
+//     over config. The broker reads config.lock, refuses it unless every
+//     key is on a short list that runs nothing (core.bare,
+//     remote.NAME.url, branch.NAME.merge, ...), writes that content to a
+//     file of its own, which the command never held open, and renames it
+//     over config. Only a config that did not exist when it was first
+//     written this way, or that the broker wrote itself, is replaced so;
+//     an existing repository's config stays unchangeable.
+
+// gitState remembers the configs the broker wrote (their device and
+// inode), so that git may rewrite them during the same run.
+type gitState struct {
+	mu    sync.Mutex
+	wrote map[[2]uint64]bool
+}
+
+// templateAllowed reports whether a refusal by rule may be waived for
+// git's templates: mkdir of the hooks directory itself, or a new
+// "*.sample" file directly in it.
+func templateAllowed(rule, p string, dir bool) bool {
+	if !strings.HasPrefix(rule, "protect ") || !strings.HasSuffix(rule, "/hooks") {
+		return false
+	}
+	if dir {
+		return path.Base(p) == "hooks"
+	}
+	return path.Base(path.Dir(p)) == "hooks" && strings.HasSuffix(p, ".sample") && !strings.HasPrefix(path.Base(p), ".")
+}
+
+// gitConfigName reports whether p is a config file git renames a lock
+// over.
+func gitConfigName(p string) bool {
+	return path.Base(p) == "config" && (path.Base(path.Dir(p)) == ".git" || strings.Contains(p, "/.git/modules/"))
+}
+
+// safeGitKeys are the config keys (section.key, or section.*.key with a
+// subsection) a new repository may set: none of them runs anything.
+var safeGitKeys = map[string]bool{
+	"core.repositoryformatversion": true, "core.filemode": true, "core.bare": true,
+	"core.logallrefupdates": true, "core.ignorecase": true, "core.precomposeunicode": true,
+	"core.symlinks": true, "core.autocrlf": true, "core.eol": true, "core.worktree": true,
+	"extensions.objectformat": true, "extensions.refstorage": true,
+	"remote.*.url": true, "remote.*.fetch": true, "remote.*.tagopt": true, "remote.*.mirror": true,
+	"branch.*.remote": true, "branch.*.merge": true, "branch.*.rebase": true,
+	"submodule.*.url": true, "submodule.*.active": true,
+	"user.name": true, "user.email": true, "init.defaultbranch": true,
+	"pull.rebase": true, "fetch.prune": true, "gc.auto": true, "index.version": true,
+}
+
+// checkGitConfig parses a git config and refuses anything it cannot read
+// or any key off the list (and a remote URL with a command transport).
+func checkGitConfig(data []byte) error {
+	section, sub := "", false
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if strings.HasSuffix(line, "\\") {
+			return fmt.Errorf("line %d: a continued line", n)
+		}
+		if line[0] == '[' {
+			end := strings.IndexByte(line, ']')
+			if end < 0 || strings.TrimSpace(line[end+1:]) != "" {
+				return fmt.Errorf("line %d: a section header with more on its line", n)
+			}
+			h := line[1:end]
+			name, rest, hasSub := strings.Cut(h, " ")
+			section, sub = strings.ToLower(name), hasSub
+			if hasSub && !(strings.HasPrefix(strings.TrimSpace(rest), "\"") && strings.HasSuffix(rest, "\"")) {
+				return fmt.Errorf("line %d: a subsection that is not quoted", n)
+			}
+			if strings.Contains(section, ".") {
+				return fmt.Errorf("line %d: the old [section.subsection] form", n)
+			}
+			continue
+		}
+		key, val, _ := strings.Cut(line, "=")
+		key = strings.ToLower(strings.TrimSpace(key))
+		val = strings.TrimSpace(val)
+		full := section + "." + key
+		if sub {
+			full = section + ".*." + key
+		}
+		if !safeGitKeys[full] {
+			return fmt.Errorf("line %d: %s is not a key a new repository's config may set from the sandbox", n, full)
+		}
+		v := strings.Trim(strings.ToLower(val), "\"")
+		if strings.HasPrefix(v, "ext::") || strings.HasPrefix(v, "fd::") {
+			return fmt.Errorf("line %d: a remote URL with a command transport", n)
+		}
+	}
+	return sc.Err()
+}
+
+// renameGitConfig performs rename(from, to) where to is a guarded git
+// config: only for a new one or one the broker wrote, only with content
+// checkGitConfig takes, and through a copy the command never held.
+func (b *Broker) renameGitConfig(op string, from, to loc) result {
+	var st unix.Stat_t
+	err := unix.Fstatat(to.dir, to.name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	switch {
+	case err == nil && !b.git.wroteIt(st):
+		return fail(unix.EACCES)
+	case err != nil && err != unix.ENOENT:
+		return fail(err)
+	}
+	src, err := unix.Openat(from.dir, from.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return fail(err)
+	}
+	f := os.NewFile(uintptr(src), from.path)
+	defer f.Close()
+	var fst unix.Stat_t
+	if unix.Fstat(src, &fst) != nil || fst.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fail(unix.EACCES)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return fail(err)
+	}
+	if err := checkGitConfig(data); err != nil {
+		b.deny(op, to.path, "protect (git config from the sandbox: "+err.Error()+")")
+		return fail(unix.EACCES)
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := ".cordon-config-" + hex.EncodeToString(rnd[:])
+	out, err := unix.Openat(to.dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(fst.Mode&0o644))
+	if err != nil {
+		return fail(err)
+	}
+	w := os.NewFile(uintptr(out), tmp)
+	_, werr := w.Write(data)
+	var nst unix.Stat_t
+	serr := unix.Fstat(out, &nst)
+	w.Close()
+	if werr != nil || serr != nil {
+		_ = unix.Unlinkat(to.dir, tmp, 0)
+		return fail(unix.EIO)
+	}
+	if err := unix.Renameat(to.dir, tmp, to.dir, to.name); err != nil {
+		_ = unix.Unlinkat(to.dir, tmp, 0)
+		return fail(err)
+	}
+	b.git.remember(nst)
+	return errResult(unix.Unlinkat(from.dir, from.name, 0))
+}
+
+func (g *gitState) wroteIt(st unix.Stat_t) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.wrote[[2]uint64{st.Dev, st.Ino}]
+}
+
+func (g *gitState) remember(st unix.Stat_t) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.wrote == nil {
+		g.wrote = map[[2]uint64]bool{}
+	}
+	g.wrote[[2]uint64{st.Dev, st.Ino}] = true
+}
