@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what cordon's build and tests need, where it is missing: a C
-# toolchain and libseccomp headers for runc's seccomp support, and the peers
+# toolchain and libseccomp headers for runc's seccomp support, the network
+# tests' tools and clients, and the peers
 # the benchmarks compare against (bubblewrap, runc), crun for cordon bundle, and the cgroup v2 VM
 # lane's qemu, static busybox, systemd and D-Bus (hack/vm; its kernel is
 # fetched there).
@@ -16,6 +17,12 @@ command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v crun >/dev/null 2>&1 || need+=(crun)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# The network allow-list tests: test hosts in namespaces (ip), and the
+# real clients run against them (curl, git, ssh; node's fetch when there).
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v git >/dev/null 2>&1 || need+=(git)
+command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 # The VM runs a user's systemd and D-Bus (copied from this machine).
 [ -x /lib/systemd/systemd ] && command -v busctl >/dev/null 2>&1 || need+=(systemd)
