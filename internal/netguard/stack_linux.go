@@ -35,9 +35,10 @@ const tcpBuffer = 1 << 20
 // Guard is a running userspace stack over one sandbox's tun device.
 type Guard struct {
 	*policy
-	tun   *os.File
-	stack *stack.Stack
-	link  stack.LinkEndpoint
+	tun    *os.File
+	stack  *stack.Stack
+	link   stack.LinkEndpoint
+	filter *icmpFilter
 
 	closeOnce sync.Once
 	conns     sync.WaitGroup
@@ -135,6 +136,7 @@ func (g *Guard) build() error {
 	}
 	filter := &icmpFilter{p: g.policy}
 	filter.Init(link, filter)
+	g.filter = filter
 	s := stack.New(stack.Options{
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol},
 		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol},
@@ -186,6 +188,10 @@ func (g *Guard) build() error {
 // has recorded its event, and closes the tun device (in the background).
 func (g *Guard) Close() error {
 	g.closeOnce.Do(func() {
+		// First no packet reaches the stack: no new connection, query
+		// or decision starts (and none adds to conns while it is
+		// waited for).
+		g.filter.stop()
 		g.cancel()
 		g.stack.Close()
 		g.mu.Lock()
@@ -242,10 +248,26 @@ func addrOf(a tcpip.Address) netip.Addr {
 type icmpFilter struct {
 	nested.Endpoint
 	p *policy
+	// mu is held (shared) while a packet is delivered; stop takes it to
+	// set stopped, after which nothing reaches the stack.
+	mu      sync.RWMutex
+	stopped bool
+}
+
+// stop delivers nothing more, once the packets being delivered are.
+func (f *icmpFilter) stop() {
+	f.mu.Lock()
+	f.stopped = true
+	f.mu.Unlock()
 }
 
 // DeliverNetworkPacket implements stack.NetworkDispatcher.
 func (f *icmpFilter) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.stopped {
+		return
+	}
 	v := pkt.ToView()
 	next, dst, payload, ok := transportOf(proto, v.AsSlice())
 	echo := len(payload) > 0 && (next == header.ICMPv4ProtocolNumber && header.ICMPv4Type(payload[0]) == header.ICMPv4Echo ||
