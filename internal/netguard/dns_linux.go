@@ -28,7 +28,11 @@ const udpIdle = 5 * time.Second
 
 // handleUDP answers one DNS datagram (the stack hands only port 53 here).
 func (g *Guard) handleUDP(r *udp.ForwarderRequest) bool {
-	if !g.acquire() {
+	// A resolver opens a socket per lookup (glibc does), which the guard
+	// serves until udpIdle: these are counted apart from connections, or
+	// a program resolving a few dozen names a second would run out.
+	if g.udpSockets.Add(1) > maxUDPSockets {
+		g.udpSockets.Add(-1)
 		id := r.ID()
 		g.tooMany("dns", addrOf(id.LocalAddress), id.LocalPort)
 		return true
@@ -36,14 +40,14 @@ func (g *Guard) handleUDP(r *udp.ForwarderRequest) bool {
 	var wq waiter.Queue
 	ep, terr := r.CreateEndpoint(&wq)
 	if terr != nil {
-		g.release()
+		g.udpSockets.Add(-1)
 		return true
 	}
 	conn := gonet.NewUDPConn(&wq, ep)
 	g.conns.Add(1)
 	go func() {
 		defer g.conns.Done()
-		defer g.release()
+		defer g.udpSockets.Add(-1)
 		defer conn.Close()
 		// Resolvers send several queries from one socket (A and AAAA at
 		// once): they all reach this endpoint, so it answers until idle.
@@ -55,8 +59,9 @@ func (g *Guard) handleUDP(r *udp.ForwarderRequest) bool {
 				return
 			}
 			q := append([]byte(nil), buf[:n]...)
-			// A query over the bound is dropped: the client asks again.
-			g.spawn(func() {
+			// A query over the bound is dropped (and recorded): the
+			// client asks again.
+			ok := g.spawn(func() {
 				if resp := g.answer(q); resp != nil {
 					if len(resp) > 512 {
 						resp = truncated(q)
@@ -64,6 +69,9 @@ func (g *Guard) handleUDP(r *udp.ForwarderRequest) bool {
 					_, _ = conn.Write(resp)
 				}
 			})
+			if !ok {
+				g.tooMany("dns", addrOf(r.ID().LocalAddress), 53)
+			}
 		}
 	}()
 	return true
@@ -159,8 +167,9 @@ func (g *Guard) serveDNSPackets(pc net.PacketConn) {
 			return
 		}
 		q := append([]byte(nil), buf[:n]...)
-		// A query over the bound is dropped: the client asks again.
-		g.spawn(func() {
+		// A query over the bound is dropped (and recorded): the client
+		// asks again.
+		ok := g.spawn(func() {
 			if resp := g.answer(q); resp != nil {
 				if len(resp) > 512 {
 					resp = truncated(q)
@@ -168,6 +177,11 @@ func (g *Guard) serveDNSPackets(pc net.PacketConn) {
 				_, _ = pc.WriteTo(resp, from)
 			}
 		})
+		if !ok {
+			if a, err := netip.ParseAddrPort(pc.LocalAddr().String()); err == nil {
+				g.tooMany("dns", a.Addr(), 53)
+			}
+		}
 	}
 }
 

@@ -103,3 +103,34 @@ for i in range(100):
 		t.Fatalf("denial %+v", d)
 	}
 }
+
+// TestGuardServesManyLookups: a program that resolves names one after
+// the other, each lookup from a socket of its own (as glibc does), is not
+// held to the bound on connections: the guard serves each socket for a
+// while after its last query, and more lookups than maxActive in that
+// while all get their answer.
+func TestGuardServesManyLookups(t *testing.T) {
+	h := nettest.NewHost(t, "allowed.test")
+	s := newSandboxNS(t, h, "allowed.test:80")
+	out, err := s.run("python3", "-c", fmt.Sprintf(`import socket
+for i in range(%d):
+    socket.getaddrinfo("allowed.test", 80, socket.AF_INET, socket.SOCK_STREAM)
+print("ok")`, 3*maxActive))
+	if err != nil || strings.TrimSpace(out) != "ok" {
+		t.Fatalf("lookups: %q, %v", out, err)
+	}
+	s.g.Close()
+	answered := 0
+	for _, e := range s.events() {
+		if e.Decision != Allow {
+			t.Fatalf("event %+v", e)
+		}
+		if e.Proto == "dns" && e.Addr != "" {
+			answered++
+		}
+	}
+	// Every lookup was answered the first time it asked.
+	if answered != 3*maxActive {
+		t.Fatalf("%d A answers for %d lookups", answered, 3*maxActive)
+	}
+}

@@ -50,12 +50,18 @@ type Guard struct {
 	open map[net.Conn]struct{}
 	// closers are the loopback DNS sockets.
 	closers []io.Closer
-	// active counts the connections and DNS queries being served.
-	active atomic.Int32
+	// active counts the connections and DNS queries being served;
+	// udpSockets the sandbox's DNS sockets served until idle.
+	active     atomic.Int32
+	udpSockets atomic.Int32
 }
 
-// maxActive bounds the TCP connections, DNS sockets and DNS queries a
-// guard serves at once. Each connection holds buffers in cordon's own
+// maxUDPSockets bounds the sandbox's DNS client sockets the guard serves
+// at once (each a few KB, held udpIdle after its last query).
+const maxUDPSockets = 2048
+
+// maxActive bounds the TCP connections and DNS queries a guard serves at
+// once. Each connection holds buffers in cordon's own
 // process (about 0.7 MB when the client writes faster than the server
 // reads), which is outside the sandbox's memory limit: without a bound a
 // command opening thousands of connections grew it by gigabytes.
