@@ -65,6 +65,8 @@ type profileBuilder struct {
 	areas   []area   // canonical paths, sorted parents first
 	rwAreas []string // canonical paths of the rw areas
 	denied  []string // canonical deny paths (sb.Deny and secrets), every spelling
+	// deniedPatterns are the deny entries that are patterns (spec.IsPattern).
+	deniedPatterns []string
 }
 
 // Profile returns the Seatbelt profile that enforces sb. It works on every
@@ -241,6 +243,9 @@ func (b *profileBuilder) collectAreas() {
 
 func (b *profileBuilder) collectDenied() {
 	for _, d := range b.sb.Deny {
+		if spec.IsPattern(d) {
+			b.deniedPatterns = append(b.deniedPatterns, d)
+		}
 		for _, s := range b.denySpellings("deny path", d) {
 			b.denied = appendUnique(b.denied, s)
 		}
@@ -429,6 +434,13 @@ func (b *profileBuilder) denySection() section {
 	for _, d := range b.denied {
 		s.rules = append(s.rules, rule{action: "deny", ops: ops, filter: "(regex " + regexLiteral(pathRegex(d, true)) + ")", tagged: true})
 	}
+	for _, d := range b.deniedPatterns {
+		lit, rest := splitPattern(d)
+		for _, sp := range b.denySpellings("deny path", lit) {
+			re := patternRegex(sp, rest, true)
+			s.rules = append(s.rules, rule{action: "deny", ops: ops, filter: "(regex " + regexLiteral(re) + ")", tagged: true})
+		}
+	}
 	for _, re := range b.secretRegexes() {
 		s.rules = append(s.rules, rule{action: "deny", ops: ops, filter: "(regex " + regexLiteral(re) + ")", tagged: true})
 	}
@@ -438,8 +450,8 @@ func (b *profileBuilder) denySection() section {
 func (b *profileBuilder) protectSection() section {
 	s := section{comment: "Protect paths: readable, never writable, even when missing at start."}
 	for _, p := range b.sb.Protect {
-		for _, sp := range b.denySpellings("protect path", p) {
-			s.rules = append(s.rules, rule{action: "deny", ops: []string{"file-write*"}, filter: "(regex " + regexLiteral(pathRegex(sp, true)) + ")", tagged: true})
+		for _, re := range b.entryRegexes("protect path", p, true) {
+			s.rules = append(s.rules, rule{action: "deny", ops: []string{"file-write*"}, filter: "(regex " + regexLiteral(re) + ")", tagged: true})
 		}
 	}
 	return s
@@ -452,7 +464,15 @@ func (b *profileBuilder) protectSection() section {
 func (b *profileBuilder) guardSection() section {
 	var guarded []string
 	guarded = append(guarded, b.denied...)
+	// A pattern's own parents are every directory of a kind (every .git
+	// under the workspace): pinning them would refuse git init and clone,
+	// so only its literal directory is guarded (the README names the
+	// rename window this leaves on macOS).
 	for _, p := range b.sb.Protect {
+		if spec.IsPattern(p) {
+			lit, _ := splitPattern(p)
+			guarded = append(guarded, b.denySpellings("protect path", lit+"/x")...)
+		}
 		guarded = append(guarded, b.denySpellings("protect path", p)...)
 	}
 	for _, a := range b.areas {
