@@ -298,3 +298,26 @@ echo done`
 		t.Fatalf("the host repository's config changed: %q", b)
 	}
 }
+
+// TestIntegrationBrokerRemovesItsOwnRepos: a repository git made in the
+// run can be removed again (rm -rf of a clone), while the host's own
+// hooks directory cannot.
+func TestIntegrationBrokerRemovesItsOwnRepos(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	sb := newSandbox(t)
+	sb.Protect = append(sb.Protect, sb.Root+"/**/.git/hooks", sb.Root+"/**/.git/config")
+	if err := os.MkdirAll(filepath.Join(sb.Root, ".git/hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := run(t, sb, "", sh("git init -q n && git clone -q n c 2>/dev/null && rm -rf n c && rmdir .git/hooks")...)
+	if out.res.FailureType != runner.FailureSandboxDenied || out.res.BlockedPath != filepath.Join(sb.Root, ".git/hooks") {
+		t.Fatalf("want only the host's hooks refused: %+v %s", out.res, out.stderr)
+	}
+	mustNotExist(t, filepath.Join(sb.Root, "n"))
+	mustNotExist(t, filepath.Join(sb.Root, "c"))
+	if _, err := os.Stat(filepath.Join(sb.Root, ".git/hooks")); err != nil {
+		t.Fatalf("the host's hooks directory: %v", err)
+	}
+}

@@ -123,6 +123,7 @@ func checkGitConfig(data []byte) error {
 func (b *Broker) renameGitConfig(op string, from, to loc) result {
 	var st unix.Stat_t
 	err := unix.Fstatat(to.dir, to.name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	existed := err == nil
 	switch {
 	case err == nil && !b.git.wroteIt(st):
 		return fail(unix.EACCES)
@@ -167,6 +168,9 @@ func (b *Broker) renameGitConfig(op string, from, to loc) result {
 		_ = unix.Unlinkat(to.dir, tmp, 0)
 		return fail(err)
 	}
+	if existed {
+		b.git.forget(st) // the config it replaced, which the broker wrote
+	}
 	b.git.remember(nst)
 	return errResult(unix.Unlinkat(from.dir, from.name, 0))
 }
@@ -177,6 +181,12 @@ func (g *gitState) wroteIt(st unix.Stat_t) bool {
 	return g.wrote[[2]uint64{st.Dev, st.Ino}]
 }
 
+func (g *gitState) forget(st unix.Stat_t) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.wrote, [2]uint64{st.Dev, st.Ino})
+}
+
 func (g *gitState) remember(st unix.Stat_t) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -184,4 +194,23 @@ func (g *gitState) remember(st unix.Stat_t) {
 		g.wrote = map[[2]uint64]bool{}
 	}
 	g.wrote[[2]uint64{st.Dev, st.Ino}] = true
+}
+
+// rememberGuarded records what the broker just made at p (the file fd, or
+// name in the directory fd) when a rule guards p: only git's templates get
+// there, and the command may remove them again.
+func (b *Broker) rememberGuarded(p string, fd int, name string) {
+	if b.policy.Refuse(p) == "" {
+		return
+	}
+	var st unix.Stat_t
+	var err error
+	if name == "" {
+		err = unix.Fstat(fd, &st)
+	} else {
+		err = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	if err == nil {
+		b.git.remember(st)
+	}
 }

@@ -161,6 +161,7 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 			if err != nil {
 				return fail(err)
 			}
+			b.rememberGuarded(l.path, fd, "")
 			return result{fd: fd, cloexec: cloexec}
 		default:
 			return fail(err)
@@ -250,7 +251,11 @@ func (b *Broker) mkdir(c *call, op string, dirfd int32, pathAddr uint64, mode ui
 		return fail(unix.EACCES)
 	}
 	unix.Umask(c.umask())
-	return errResult(unix.Mkdirat(l.dir, l.name, mode))
+	if err := unix.Mkdirat(l.dir, l.name, mode); err != nil {
+		return fail(err)
+	}
+	b.rememberGuarded(l.path, l.dir, l.name)
+	return ok(0)
 }
 
 func (b *Broker) mknod(c *call, op string, dirfd int32, pathAddr uint64, mode uint32, dev uint64) result {
@@ -273,10 +278,20 @@ func (b *Broker) unlink(c *call, op string, dirfd int32, pathAddr uint64, flags 
 	if err != nil {
 		return fail(err)
 	}
-	if !b.check(op, l.path) {
+	// What the broker let git make in a guarded place this run (its
+	// templates, a new repository's config) the command may remove again.
+	var st unix.Stat_t
+	mine := unix.Fstatat(l.dir, l.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && b.git.wroteIt(st)
+	if !mine && !b.check(op, l.path) {
 		return fail(unix.EACCES)
 	}
-	return errResult(unix.Unlinkat(l.dir, l.name, flags))
+	if err := unix.Unlinkat(l.dir, l.name, flags); err != nil {
+		return fail(err)
+	}
+	if mine {
+		b.git.forget(st) // its inode number may come back for another file
+	}
+	return ok(0)
 }
 
 func (b *Broker) rename(c *call, op string, a [6]uint64, oldArg, newArg int, flags uint) result {
