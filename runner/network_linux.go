@@ -52,6 +52,23 @@ func (run *linuxRun) network() error {
 type eventLog struct {
 	mu  sync.Mutex
 	evs []netguard.Event
+	// reported is how many of evs a session's execs have reported: the
+	// next exec to end reports evs[reported:], so an event recorded
+	// between two execs, or while several run, is in exactly one result.
+	reported int
+}
+
+// unreported returns the events no exec has reported yet and marks them
+// reported, and all the events recorded since index from (for typing).
+func (l *eventLog) unreported(from int) (fresh, since []netguard.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fresh = append([]netguard.Event(nil), l.evs[l.reported:]...)
+	l.reported = len(l.evs)
+	if from <= len(l.evs) {
+		since = append([]netguard.Event(nil), l.evs[from:]...)
+	}
+	return fresh, since
 }
 
 func (l *eventLog) add(e netguard.Event) {
@@ -90,25 +107,29 @@ func (run *linuxRun) netMark() netMark {
 	return m
 }
 
-// netSince gives a session exec's result the guard's events recorded
-// since mark (so each event is in exactly one result and one audit line),
-// and types a failure nothing else explained as network_denied when one of
-// the decisions made since the exec began is a denial. A connection is
-// recorded when it ends: one still open when its exec ended is reported
-// with a later exec, and never types it.
+// netSince gives a session exec's result the guard's events no exec has
+// reported yet: each event is in exactly one result and one audit line,
+// that of the first exec to end after it was recorded. A connection is
+// recorded when it ends, which may be after its exec ended (even after
+// the next one began): it is reported with a later exec, and never types
+// it. A failure nothing else explained is typed network_denied when one
+// of the decisions made since this exec began is a denial, whichever
+// exec reports it.
 func (run *linuxRun) netSince(res *Result, mark netMark) {
 	if run.guard != nil {
 		// The decisions counted past the budget, as events of their own.
 		run.guard.Flush()
 	}
-	evs := run.guardEvents()
-	if mark.i > len(evs) {
+	if run.netEvents == nil {
 		return
 	}
-	res.Network = evs[mark.i:]
+	fresh, since := run.netEvents.unreported(mark.i)
+	if len(fresh) > 0 {
+		res.Network = fresh
+	}
 	var denials []netguard.Event
 	total := 0
-	for _, e := range res.Network {
+	for _, e := range since {
 		if e.Decision == netguard.Deny && e.Reason != netguard.ReasonUpstream && !e.Time.Before(mark.t) {
 			denials = append(denials, e)
 			total += int(max(1, e.Count))

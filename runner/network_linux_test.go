@@ -193,9 +193,11 @@ func TestIntegrationNetworkAllowListSession(t *testing.T) {
 	if o.res.FailureType != runner.FailureNetworkDenied || !strings.Contains(o.res.FailureDetail, "other.test is not in the allow list") {
 		t.Fatalf("denied: %+v", o.res)
 	}
-	// The first exec's connection is reported once, with whichever exec
-	// saw it end: later execs are polled (for up to ten seconds) until it
-	// has.
+	// The first exec's connection is recorded when both its sides have
+	// closed, which may be after curl's exec (or even the next one) ended:
+	// it is reported once, by the first exec to end after it was
+	// recorded. Later execs are polled until one has reported it (at most
+	// 1000, as a bound on a guard that never records it).
 	all := append(first, o.res.Network...)
 	conns := func() int {
 		n := 0
