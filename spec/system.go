@@ -4,7 +4,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"sync"
+	"time"
 )
 
 // HostSystemDirs are the host directories that `system: host` exposes
@@ -71,7 +74,51 @@ var hostSecretRoots = []string{"/etc"}
 // them too, whatever `system` says: a mount of /etc at /hostetc, of
 // /etc/shadow itself, or of a symbolic link to /etc (WithAliases; the mount
 // table matches them as host paths).
+//
+// One run asks several times (the mount table, the aliases, the OCI plan),
+// and walking /etc costs milliseconds each time, so an answer is reused for
+// up to hostSecretsFresh while the roots' own modification times stand
+// still (a file made or removed directly in /etc is seen at once); a mode
+// changed deeper down within that second is seen by the next run.
 func HostSecrets() []string {
+	stamp := rootsStamp()
+	secretsMemo.Lock()
+	defer secretsMemo.Unlock()
+	now := time.Now()
+	if secretsMemo.list == nil || stamp != secretsMemo.stamp || now.Sub(secretsMemo.at) > hostSecretsFresh || now.Before(secretsMemo.at) {
+		secretsMemo.list, secretsMemo.at, secretsMemo.stamp = walkHostSecrets(), now, stamp
+	}
+	return slices.Clone(secretsMemo.list)
+}
+
+// hostSecretsFresh is how long HostSecrets reuses its walk.
+const hostSecretsFresh = time.Second
+
+var secretsMemo struct {
+	sync.Mutex
+	at    time.Time
+	stamp string
+	list  []string
+}
+
+// rootsStamp is the modification and change times of hostSecretRoots.
+func rootsStamp() string {
+	var b []byte
+	for _, r := range hostSecretRoots {
+		fi, err := os.Stat(r)
+		if err != nil {
+			b = append(b, '-')
+			continue
+		}
+		b = fi.ModTime().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, ' ')
+		b = append(b, fi.Mode().String()...)
+	}
+	return string(b)
+}
+
+// walkHostSecrets looks for HostSecrets' answer on the host.
+func walkHostSecrets() []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(p string) {

@@ -1,6 +1,10 @@
 package broker
 
-import "golang.org/x/sys/unix"
+import (
+	"sort"
+
+	"golang.org/x/sys/unix"
+)
 
 // commonCalls are the brokered calls every architecture has.
 var commonCalls = map[int32]sysc{
@@ -59,6 +63,10 @@ func Syscalls() []string {
 	for _, s := range calls {
 		out = append(out, s.name)
 	}
+	// Sorted: the filter built from this list is cached by its content, and
+	// a map's order would make every run's filter new (compiled again, and
+	// one more file in the cache).
+	sort.Strings(out)
 	return out
 }
 
