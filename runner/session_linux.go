@@ -50,6 +50,8 @@ type linuxSession struct {
 	gone     chan struct{}
 	goneErr  error
 	closed   chan struct{} // closed once Close finished the cleanup
+	reaped   chan struct{} // closed once watch reaped the init
+	watching bool          // watch runs (the init was started)
 	closeMu  sync.Mutex
 	cleaned  bool
 }
@@ -65,7 +67,7 @@ func (r *linuxRunner) StartSession(ctx context.Context, req SessionRequest) (Ses
 		return nil, fmt.Errorf("%w: %w", ErrSetup, ErrNoInit)
 	}
 	sb := req.Sandbox.Clone()
-	s := &linuxSession{r: r, sb: sb, sum: spec.Summarize(sb), gone: make(chan struct{}), closed: make(chan struct{}), backend: "libcontainer"}
+	s := &linuxSession{r: r, sb: sb, sum: spec.Summarize(sb), gone: make(chan struct{}), closed: make(chan struct{}), reaped: make(chan struct{}), backend: "libcontainer"}
 	if r.rootless {
 		s.backend = "libcontainer-rootless"
 	}
@@ -187,6 +189,7 @@ func (s *linuxSession) launch(ctx context.Context) error {
 	if s.eff.Limits.Pids > 0 {
 		s.pidsFile = pidsCounterFile(run.container)
 	}
+	s.watching = true
 	go s.watch(lp)
 	return nil
 }
@@ -248,6 +251,7 @@ func (s *linuxSession) watch(lp *libcontainer.Process) {
 		s.kill("the sandbox's init broke the protocol")
 	}()
 	_, _ = lp.Wait()
+	close(s.reaped)
 	s.markGone("the sandbox's init exited")
 }
 
@@ -293,7 +297,23 @@ func (s *linuxSession) Backend() string { return s.backend }
 func (s *linuxSession) Close() error {
 	s.life.close()
 	s.kill("stopped")
+	s.awaitReaped()
 	return s.teardown()
+}
+
+// awaitReaped waits until the session's init has been reaped, so that no
+// process of the session (not even a zombie) is left when Close returns.
+// A SIGKILLed init is reaped at once; the bound only keeps a broken kernel
+// from hanging Close.
+func (s *linuxSession) awaitReaped() {
+	if !s.watching {
+		return
+	}
+	select {
+	case <-s.reaped:
+	case <-time.After(10 * time.Second):
+		logrus.WithField("session", s.id).Warn("the session's init was not reaped 10s after SIGKILL")
+	}
 }
 
 // teardown removes everything the session left on the host; it runs once.

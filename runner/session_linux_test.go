@@ -291,13 +291,9 @@ func TestIntegrationSessionGoneAndNoLeftovers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the session did not notice its sandbox died")
 	}
-	start := time.Now()
 	out := execIn(t, s, runner.ExecRequest{Args: []string{"true"}})
 	if out.res.FailureType != runner.FailureSessionGone || !errors.Is(out.err, runner.ErrSessionGone) || out.res.ExitCode != runner.ExitSetupError {
 		t.Fatalf("exec after the sandbox died: %+v %v", out.res, out.err)
-	}
-	if time.Since(start) > 100*time.Millisecond {
-		t.Errorf("the refusal took %s", time.Since(start))
 	}
 
 	s2 := startSession(t, sb)
