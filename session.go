@@ -132,8 +132,20 @@ func (s *Session) Exec(ctx context.Context, args []string, opts ...RunOption) (R
 }
 
 // Close ends the session: the sandbox and every process in it, and
-// everything it left on the host. Later execs fail with session_gone.
-func (s *Session) Close() error { return s.rs.Close() }
+// everything it left on the host. Later execs fail with session_gone. The
+// network decisions made after the last exec ended are recorded in the
+// audit log then; an error that says so matches ErrNotRecorded.
+func (s *Session) Close() error {
+	err := s.rs.Close()
+	if t, ok := s.rs.(runner.NetworkTail); ok {
+		if evs := t.UnreportedNetwork(); len(evs) > 0 {
+			if aerr := s.sb.p.log.SessionNetwork(s.sb.sb, evs); aerr != nil {
+				err = errors.Join(err, fmt.Errorf("the session ended but %w: %d network decisions after its last command: %w", ErrNotRecorded, len(evs), aerr))
+			}
+		}
+	}
+	return err
+}
 
 func goneResult(err error) runner.Result {
 	return runner.Result{ExitCode: runner.ExitSetupError, FailureType: runner.FailureSessionGone, FailureDetail: err.Error()}

@@ -58,23 +58,30 @@ type eventLog struct {
 	reported int
 }
 
-// unreported returns the events no exec has reported yet and marks them
-// reported, and all the events recorded since index from (for typing).
-func (l *eventLog) unreported(from int) (fresh, since []netguard.Event) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fresh = append([]netguard.Event(nil), l.evs[l.reported:]...)
-	l.reported = len(l.evs)
-	if from <= len(l.evs) {
-		since = append([]netguard.Event(nil), l.evs[from:]...)
-	}
-	return fresh, since
-}
-
 func (l *eventLog) add(e netguard.Event) {
 	l.mu.Lock()
 	l.evs = append(l.evs, e)
 	l.mu.Unlock()
+}
+
+// take returns the events no exec has reported yet and marks them
+// reported.
+func (l *eventLog) take() []netguard.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fresh := append([]netguard.Event(nil), l.evs[l.reported:]...)
+	l.reported = len(l.evs)
+	return fresh
+}
+
+// since returns the events recorded from index i on.
+func (l *eventLog) since(i int) []netguard.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i > len(l.evs) {
+		return nil
+	}
+	return append([]netguard.Event(nil), l.evs[i:]...)
 }
 
 func (run *linuxRun) guardEvents() []netguard.Event {
@@ -123,13 +130,12 @@ func (run *linuxRun) netSince(res *Result, mark netMark) {
 	if run.netEvents == nil {
 		return
 	}
-	fresh, since := run.netEvents.unreported(mark.i)
-	if len(fresh) > 0 {
+	if fresh := run.netEvents.take(); len(fresh) > 0 {
 		res.Network = fresh
 	}
 	var denials []netguard.Event
 	total := 0
-	for _, e := range since {
+	for _, e := range run.netEvents.since(mark.i) {
 		if e.Decision == netguard.Deny && e.Reason != netguard.ReasonUpstream && !e.Time.Before(mark.t) {
 			denials = append(denials, e)
 			total += int(max(1, e.Count))
@@ -138,6 +144,15 @@ func (run *linuxRun) netSince(res *Result, mark netMark) {
 	if res.FailureType == FailureProcessError && res.ExitCode != 0 && len(denials) > 0 {
 		networkDenials(denials, total)(Outcome{}, res)
 	}
+}
+
+// UnreportedNetwork implements NetworkTail: after Close, the guard (closed
+// with the sandbox) has recorded every decision.
+func (s *linuxSession) UnreportedNetwork() []netguard.Event {
+	if s.run == nil || s.run.netEvents == nil {
+		return nil
+	}
+	return s.run.netEvents.take()
 }
 
 // guardDenials returns the guard's first denials and how many there were.

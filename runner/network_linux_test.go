@@ -221,6 +221,57 @@ func TestIntegrationNetworkAllowListSession(t *testing.T) {
 	}
 }
 
+// TestIntegrationNetworkAllowListSessionTail: a connection made after a
+// session's last exec ended (by what a detached exec left running) is in
+// no exec's result: the closed session returns it, once, for the audit
+// log.
+func TestIntegrationNetworkAllowListSessionTail(t *testing.T) {
+	n := newNetSandbox(t)
+	if !tunOpens() {
+		t.Skip("this user cannot open /dev/net/tun (TestIntegrationNetworkAllowList covers the refusal)")
+	}
+	s, err := n.r.(runner.SessionStarter).StartSession(context.Background(), runner.SessionRequest{Sandbox: n.sb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	// The background curl waits for a file the test makes once the exec
+	// has returned, then writes its output to another.
+	script := fmt.Sprintf("(while [ ! -e go ]; do sleep 0.05; done; curl -fsS --max-time 20 -o got %s; touch done) >/dev/null 2>&1 &", n.h.URL("http", "allowed.test"))
+	o := execIn(t, s, runner.ExecRequest{Args: []string{"sh", "-c", script}, Detach: true})
+	if o.res.FailureType != runner.FailureNone {
+		t.Fatalf("detached exec: %+v", o.res)
+	}
+	if err := os.WriteFile(filepath.Join(n.sb.Root, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2000; i++ {
+		if _, err := os.Stat(filepath.Join(n.sb.Root, "done")); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got, err := os.ReadFile(filepath.Join(n.sb.Root, "got")); err != nil || string(got) != n.h.Body {
+		t.Fatalf("the background curl got %q, %v", got, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tail := s.(runner.NetworkTail).UnreportedNetwork()
+	conns := 0
+	for _, e := range append(o.res.Network, tail...) {
+		if e.Proto == "tcp" && e.Host == "allowed.test" && e.Decision == netguard.Allow && e.BytesIn > 0 {
+			conns++
+		}
+	}
+	if conns != 1 {
+		t.Errorf("the connection after the last exec was reported %d times: exec %+v, tail %+v", conns, o.res.Network, tail)
+	}
+	if again := s.(runner.NetworkTail).UnreportedNetwork(); len(again) != 0 {
+		t.Errorf("the tail was returned twice: %+v", again)
+	}
+}
+
 // TestIntegrationNetworkAllowListGit: git clones over HTTP from an allowed
 // host, byte for byte, and a clone from another is refused and typed.
 func TestIntegrationNetworkAllowListGit(t *testing.T) {

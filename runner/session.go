@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/cordon-run/cordon/internal/netguard"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -89,6 +90,15 @@ type Session interface {
 	Unenforced() []string
 	// Backend names the backend, as Result.Backend does.
 	Backend() string
+}
+
+// NetworkTail is implemented by sessions whose network guard may decide
+// after the last exec ended (a connection that closes late, what a
+// detached exec left running): once the session is closed,
+// UnreportedNetwork returns the decisions no exec's result reported, so
+// that they are recorded too. Each is returned once.
+type NetworkTail interface {
+	UnreportedNetwork() []netguard.Event
 }
 
 // ExecRequest is one command to run in a session.

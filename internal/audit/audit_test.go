@@ -341,3 +341,25 @@ func TestFinishWritesNetworkDecisions(t *testing.T) {
 		t.Errorf("run = %+v", recs[1])
 	}
 }
+
+// TestSessionNetworkRecordsTheTail: the decisions of a session made after
+// its last exec are net records of the session's sandbox, with no run.
+func TestSessionNetworkRecordsTheTail(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.jsonl")
+	sb := &spec.Sandbox{Root: dir, System: spec.System{Kind: spec.SystemHost}, Network: spec.Network{Enabled: true, Allow: []string{"github.com:443"}}, Lineage: []string{"base"}}
+	l := audit.New(audit.ViaCLI, path)
+	evs := []netguard.Event{{Proto: "tcp", Host: "github.com", HostFrom: netguard.FromSNI, Addr: "192.0.2.7", Port: 443, Rule: "github.com:443", Decision: netguard.Allow, BytesIn: 10}}
+	if err := l.SessionNetwork(sb, evs); err != nil {
+		t.Fatal(err)
+	}
+	digest, err := spec.SandboxDigest(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := readLog(t, path)
+	if len(recs) != 1 || recs[0].Event != audit.EventNet || recs[0].RunID != "" || recs[0].Sandbox != digest ||
+		len(recs[0].Lineage) != 1 || recs[0].Network == nil || *recs[0].Network != evs[0] || recs[0].Rule != evs[0].Rule {
+		t.Fatalf("records = %+v, want one net record of the sandbox for %+v", recs, evs[0])
+	}
+}

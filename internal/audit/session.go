@@ -3,6 +3,7 @@ package audit
 import (
 	"strings"
 
+	"github.com/cordon-run/cordon/internal/netguard"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -27,4 +28,25 @@ func (l *Log) Session(sb *spec.Sandbox) error {
 		r.Sandbox = d
 	}
 	return l.Append(r)
+}
+
+// SessionNetwork records the network decisions of a warm session of sb
+// that no exec reported (made after its last exec ended), as net records
+// without a run id, when the session is closed.
+func (l *Log) SessionNetwork(sb *spec.Sandbox, evs []netguard.Event) error {
+	var base Record
+	if sb != nil {
+		base.Lineage = append([]string{}, sb.Lineage...)
+		d, err := spec.SandboxDigest(sb)
+		if err != nil {
+			return &WriteError{Path: strings.Join(l.Paths(), ", "), Err: err}
+		}
+		base.Sandbox = d
+	}
+	recs := make([]Record, 0, len(evs))
+	for i := range evs {
+		e := evs[i]
+		recs = append(recs, Record{Event: EventNet, Sandbox: base.Sandbox, Lineage: base.Lineage, Rule: e.Rule, Detail: e.Detail, Network: &e})
+	}
+	return l.Append(recs...)
 }
