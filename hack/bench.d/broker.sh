@@ -11,6 +11,7 @@
 #   git-clone  git clone of a local repository of 5,000 files
 #   go-build   go build of a small program with a cold build cache (GO=1)
 # Prints the median wall time of each (RUNS, default 5) and NEW/BASE.
+# CASES="untar true" picks cases.
 # hack/bench runs it when BROKER_BASE names the base binary.
 set -Eeuo pipefail
 base="$(realpath "$1")" new="$(realpath "$2")" n="${3:-5}"
@@ -59,7 +60,7 @@ declare -A cmd=(
   [git-clone]="git clone -q /fix/repo c && rm -rf c"
   [go-build]="rm -rf gocache b && cp -r /fix/gomod b && cd b && go build -o /dev/null . && cd .. && rm -rf b"
 )
-cases=(true read-tree py-import untar git-clone)
+read -ra cases <<<"${CASES:-true read-tree py-import untar git-clone}"
 [ "${GO:-0}" = 1 ] && cases+=(go-build)
 now() { date +%s%N; }
 declare -A times

@@ -63,11 +63,9 @@ type Broker struct {
 	denials []Denial
 	failed  error
 
-	work chan *notif
 	wg   sync.WaitGroup
 	stop chan struct{}
-	tid  int
-	done chan struct{}
+	tids []int // the workers' threads, under mu
 }
 
 // workers is how many calls are performed at once.
@@ -75,52 +73,31 @@ const workers = 4
 
 // Start serves fd (which the broker now owns) until Stop.
 func Start(fd int, p Policy, c Creds) *Broker {
-	b := &Broker{fd: fd, policy: p, creds: c, work: make(chan *notif), stop: make(chan struct{}), done: make(chan struct{})}
-	ready := make(chan struct{})
+	b := &Broker{fd: fd, policy: p, creds: c, stop: make(chan struct{})}
 	for range workers {
 		b.wg.Add(1)
 		go b.worker()
 	}
-	go b.dispatch(ready)
-	<-ready
 	return b
-}
-
-// dispatch receives notifications and hands them to the workers.
-func (b *Broker) dispatch(ready chan struct{}) {
-	runtime.LockOSThread() // Stop interrupts this thread's wait
-	b.tid = unix.Gettid()
-	close(ready)
-	defer close(b.done)
-	defer close(b.work)
-	for {
-		n := new(notif)
-		err := recv(b.fd, n)
-		select {
-		case <-b.stop:
-			return
-		default:
-		}
-		if err != nil {
-			if err == unix.EINTR || err == unix.ENOENT {
-				continue
-			}
-			b.fail(err)
-			return
-		}
-		b.work <- n
-	}
 }
 
 // Stop ends the service and closes the descriptor: a call still notified
 // then fails in the kernel (ENOSYS); nothing runs unchecked.
 func (b *Broker) Stop() {
 	close(b.stop)
+	done := make(chan struct{})
+	go func() { b.wg.Wait(); close(done) }()
 	for {
-		_ = unix.Tgkill(unix.Getpid(), b.tid, unix.SIGURG) // interrupts the wait; the runtime ignores it
+		// SIGURG interrupts a worker's wait for a call; the runtime
+		// ignores it otherwise. A worker about to wait may miss one, so
+		// it is sent again until every worker is gone.
+		b.mu.Lock()
+		for _, tid := range b.tids {
+			_ = unix.Tgkill(unix.Getpid(), tid, unix.SIGURG)
+		}
+		b.mu.Unlock()
 		select {
-		case <-b.done:
-			b.wg.Wait()
+		case <-done:
 			unix.Close(b.fd)
 			return
 		case <-afterShort():
@@ -158,17 +135,36 @@ func (b *Broker) deny(op, path, rule string) {
 	}
 }
 
-// worker performs calls on a thread of its own: its umask is per thread
-// (CLONE_FS unshared) and, for root runs, so are its ids and capabilities.
-// The thread is never handed back to the runtime: it ends with the worker.
+// worker receives and performs calls on a thread of its own: its umask is
+// per thread (CLONE_FS unshared) and, for root runs, so are its ids and
+// capabilities. Receiving there, not on a thread that hands the call over,
+// saves a thread wake-up per call. The thread is never handed back to the
+// runtime: it ends with the worker.
 func (b *Broker) worker() {
 	defer b.wg.Done()
 	runtime.LockOSThread()
+	b.mu.Lock()
+	b.tids = append(b.tids, unix.Gettid())
+	b.mu.Unlock()
 	ok := unix.Unshare(unix.CLONE_FS) == nil
 	if ok && b.creds.Set {
 		ok = dropTo(b.creds) == nil
 	}
-	for n := range b.work {
+	for {
+		select {
+		case <-b.stop:
+			return
+		default:
+		}
+		n := new(notif)
+		err := recv(b.fd, n)
+		if err == unix.EINTR || err == unix.ENOENT {
+			continue
+		}
+		if err != nil {
+			b.fail(err)
+			return
+		}
 		if !ok {
 			respond(b.fd, n.ID, 0, unix.EACCES)
 			continue
