@@ -77,6 +77,12 @@ func TestRunInteractiveTTY(t *testing.T) {
 	send("tty; echo PTY-$((6*7))\n")
 	waitOut("PTY-42")
 	waitOut("/dev/pts/0")
+	// /dev/tty is the command's own terminal, for writing and reading (git
+	// and ssh prompts, getpass), though the broker performs write-opens.
+	send("echo TTY-$((3*3)) > /dev/tty; read -r x < /dev/tty; echo GOT-$x\n")
+	waitOut("TTY-9")
+	send("hello\n")
+	waitOut("GOT-hello")
 	send("sleep 60\n")
 	time.Sleep(300 * time.Millisecond)
 	send("\x03") // ^C: interrupts sleep, not the sandbox

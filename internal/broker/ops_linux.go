@@ -139,7 +139,14 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 				return fail(unix.EACCES)
 			}
 			if st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == unix.Mkdev(5, 0) {
-				return fail(unix.ENXIO) // /dev/tty: the broker has not the caller's terminal
+				// /dev/tty means the opener's controlling terminal, which
+				// the broker does not share: open that terminal itself.
+				pts, err := controllingPTS(c.pid)
+				if err != nil {
+					return fail(err)
+				}
+				full = pts
+				continue
 			}
 			fd, err := unix.Openat(l.dir, l.name, (flags|unix.O_NOFOLLOW|unix.O_CLOEXEC)&^unix.O_CREAT, 0)
 			if err == unix.ELOOP {
