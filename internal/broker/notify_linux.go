@@ -49,6 +49,14 @@ func recv(fd int, n *notif) error {
 	return ioctl(fd, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(n))
 }
 
+// orphaned reports whether the listener's filter has no process left:
+// the kernel then signals POLLHUP on it.
+func orphaned(fd int) bool {
+	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(p, 0)
+	return err == nil && n > 0 && p[0].Revents&unix.POLLHUP != 0
+}
+
 // valid reports whether the notification is still pending: the caller has
 // not died (and its pid been reused) since it was received.
 func valid(fd int, id uint64) bool {
