@@ -207,16 +207,26 @@ func (l *Log) Append(recs ...Record) error {
 // before the first request is served, so that a log that cannot be written
 // stops the server before it does anything.
 func (l *Log) Serve(sb *spec.Sandbox) error {
-	r := Record{Event: EventServe}
+	r, err := l.sandboxRecord(EventServe, sb)
+	if err != nil {
+		return err
+	}
+	return l.Append(r)
+}
+
+// sandboxRecord is a record of event that names sb (its digest and
+// lineage), when there is one.
+func (l *Log) sandboxRecord(event string, sb *spec.Sandbox) (Record, error) {
+	r := Record{Event: event}
 	if sb != nil {
 		r.Lineage = append([]string{}, sb.Lineage...)
 		d, err := spec.SandboxDigest(sb)
 		if err != nil {
-			return &WriteError{Path: strings.Join(l.Paths(), ", "), Err: err}
+			return r, &WriteError{Path: strings.Join(l.Paths(), ", "), Err: err}
 		}
 		r.Sandbox = d
 	}
-	return l.Append(r)
+	return r, nil
 }
 
 // Run is one run being recorded: Log.Start wrote its start record; Finish

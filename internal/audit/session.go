@@ -1,8 +1,6 @@
 package audit
 
 import (
-	"strings"
-
 	"github.com/cordon-run/cordon/internal/netguard"
 	"github.com/cordon-run/cordon/spec"
 )
@@ -18,14 +16,9 @@ const EventSession = "session"
 // later record would fail), and a log that cannot be written stops the
 // session before it starts.
 func (l *Log) Session(sb *spec.Sandbox) error {
-	r := Record{Event: EventSession}
-	if sb != nil {
-		r.Lineage = append([]string{}, sb.Lineage...)
-		d, err := spec.SandboxDigest(sb)
-		if err != nil {
-			return &WriteError{Path: strings.Join(l.Paths(), ", "), Err: err}
-		}
-		r.Sandbox = d
+	r, err := l.sandboxRecord(EventSession, sb)
+	if err != nil {
+		return err
 	}
 	return l.Append(r)
 }
@@ -34,14 +27,9 @@ func (l *Log) Session(sb *spec.Sandbox) error {
 // that no exec reported (made after its last exec ended), as net records
 // without a run id, when the session is closed.
 func (l *Log) SessionNetwork(sb *spec.Sandbox, evs []netguard.Event) error {
-	var base Record
-	if sb != nil {
-		base.Lineage = append([]string{}, sb.Lineage...)
-		d, err := spec.SandboxDigest(sb)
-		if err != nil {
-			return &WriteError{Path: strings.Join(l.Paths(), ", "), Err: err}
-		}
-		base.Sandbox = d
+	base, err := l.sandboxRecord(EventNet, sb)
+	if err != nil {
+		return err
 	}
 	recs := make([]Record, 0, len(evs))
 	for i := range evs {
