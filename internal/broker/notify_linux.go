@@ -76,12 +76,27 @@ func respond(fd int, id uint64, val int64, errno unix.Errno) {
 
 // sendFD installs src in the caller as its syscall's result (the lowest
 // free descriptor, as open would) and answers the notification at once.
+//
+// The ioctl waits until the caller has installed the descriptor, and a
+// signal must not interrupt that wait: with SECCOMP_ADDFD_FLAG_SEND the
+// kernel marks the notification answered before it waits, and withdraws
+// the descriptor when the wait is interrupted, so the caller's call
+// returned 0 with no descriptor installed (tar wrote its file's contents
+// to descriptor 0: "Cannot write: Bad file descriptor"). The Go runtime
+// signals a thread (SIGURG) to preempt it at any time, so the thread
+// blocks every signal for the ioctl (raw calls: this thread only; a
+// signal sent meanwhile is delivered once it is unblocked).
 func sendFD(fd int, id uint64, src int, cloexec bool) error {
 	a := notifAddfd{ID: id, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(src)}
 	if cloexec {
 		a.NewfdFlags = unix.O_CLOEXEC
 	}
+	all, old := ^uint64(0), uint64(0)
+	if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_BLOCK, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 {
+		return e
+	}
 	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_ADDFD, uintptr(unsafe.Pointer(&a)))
+	unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
 	if e != 0 {
 		return e
 	}
