@@ -71,7 +71,10 @@ func (sr *sessionReaper) done() {
 	sr.w = nil
 }
 
-// sessionReaperMain is the reaper process (see sessionReaper).
+// sessionReaperMain is the reaper process (see sessionReaper). With cgo,
+// sessionreaper_linux.c has already waited for the supervisor's word
+// before the Go runtime started, and only EOF gets here: the read below
+// then sees EOF again at once.
 func sessionReaperMain(args []string) int {
 	if len(args) != 3 {
 		return ExitSetupError
