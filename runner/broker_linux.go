@@ -27,6 +27,12 @@ import (
 // O_WRONLY|O_RDWR|O_CREAT|O_TRUNC (O_TMPFILE needs a write mode).
 var brokerOpenWrite = []uint64{0o1, 0o2, 0o100, 0o1000}
 
+// brokerENOSYS are calls that would change what the broker guards but
+// that it does not perform: the *xattrat calls (Linux 6.13) take their
+// value in a struct. They fail with ENOSYS, so a caller falls back to the
+// brokered setxattr family, as for openat2.
+var brokerENOSYS = []string{"setxattrat", "removexattrat"}
+
 // brokeredSeccomp rewrites the filter so that the broker's calls are
 // notified to it: open and openat when a flag may write, the others always.
 // The rules they had (the setid narrowing of spec/seccomp_modes.go) are
@@ -36,10 +42,14 @@ func brokeredSeccomp(c *configs.Seccomp) *configs.Seccomp {
 	out := *c
 	out.Syscalls = nil
 	for _, s := range c.Syscalls {
-		if s != nil && slices.Contains(names, s.Name) {
+		if s != nil && (slices.Contains(names, s.Name) || slices.Contains(brokerENOSYS, s.Name)) {
 			continue
 		}
 		out.Syscalls = append(out.Syscalls, s)
+	}
+	enosys := uint(unix.ENOSYS)
+	for _, n := range brokerENOSYS {
+		out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Errno, ErrnoRet: &enosys})
 	}
 	flagArg := map[string]uint{"open": 1, "openat": 2}
 	for _, n := range names {

@@ -35,6 +35,36 @@ var commonCalls = map[int32]sysc{
 	sysFchmodat2: {"fchmodat2", func(b *Broker, c *call, a [6]uint64) result {
 		return b.chmod(c, "fchmodat2", dirfdArg(a[0]), a[1], uint32(a[2]), int(int32(a[3])))
 	}},
+	unix.SYS_FCHMOD: {"fchmod", func(b *Broker, c *call, a [6]uint64) result {
+		return b.fchmod(c, "fchmod", int32(a[0]), uint32(a[1]))
+	}},
+	unix.SYS_FCHOWN: {"fchown", func(b *Broker, c *call, a [6]uint64) result {
+		return b.fchown(c, "fchown", int32(a[0]), uint32(a[1]), uint32(a[2]))
+	}},
+	unix.SYS_FCHOWNAT: {"fchownat", func(b *Broker, c *call, a [6]uint64) result {
+		return b.chown(c, "fchownat", dirfdArg(a[0]), a[1], uint32(a[2]), uint32(a[3]), int(int32(a[4])))
+	}},
+	unix.SYS_UTIMENSAT: {"utimensat", func(b *Broker, c *call, a [6]uint64) result {
+		return b.utimes(c, "utimensat", dirfdArg(a[0]), a[1], a[2], timespecs, int(int32(a[3])))
+	}},
+	unix.SYS_SETXATTR: {"setxattr", func(b *Broker, c *call, a [6]uint64) result {
+		return b.xattr(c, "setxattr", xattrCall{set: true, pathAddr: a[0], nameAddr: a[1], valAdr: a[2], size: a[3], flags: int(int32(a[4]))})
+	}},
+	unix.SYS_LSETXATTR: {"lsetxattr", func(b *Broker, c *call, a [6]uint64) result {
+		return b.xattr(c, "lsetxattr", xattrCall{set: true, nofollow: true, pathAddr: a[0], nameAddr: a[1], valAdr: a[2], size: a[3], flags: int(int32(a[4]))})
+	}},
+	unix.SYS_FSETXATTR: {"fsetxattr", func(b *Broker, c *call, a [6]uint64) result {
+		return b.xattr(c, "fsetxattr", xattrCall{set: true, byFD: true, fd: int32(a[0]), nameAddr: a[1], valAdr: a[2], size: a[3], flags: int(int32(a[4]))})
+	}},
+	unix.SYS_REMOVEXATTR: {"removexattr", func(b *Broker, c *call, a [6]uint64) result {
+		return b.xattr(c, "removexattr", xattrCall{pathAddr: a[0], nameAddr: a[1]})
+	}},
+	unix.SYS_LREMOVEXATTR: {"lremovexattr", func(b *Broker, c *call, a [6]uint64) result {
+		return b.xattr(c, "lremovexattr", xattrCall{nofollow: true, pathAddr: a[0], nameAddr: a[1]})
+	}},
+	unix.SYS_FREMOVEXATTR: {"fremovexattr", func(b *Broker, c *call, a [6]uint64) result {
+		return b.xattr(c, "fremovexattr", xattrCall{byFD: true, fd: int32(a[0]), nameAddr: a[1]})
+	}},
 	unix.SYS_TRUNCATE: {"truncate", func(b *Broker, c *call, a [6]uint64) result {
 		return b.truncate(c, "truncate", a[0], int64(a[1]))
 	}},

@@ -40,4 +40,19 @@ var archCalls = map[int32]sysc{
 	unix.SYS_CHMOD: {"chmod", func(b *Broker, c *call, a [6]uint64) result {
 		return b.chmod(c, "chmod", unix.AT_FDCWD, a[0], uint32(a[1]), 0)
 	}},
+	unix.SYS_CHOWN: {"chown", func(b *Broker, c *call, a [6]uint64) result {
+		return b.chown(c, "chown", unix.AT_FDCWD, a[0], uint32(a[1]), uint32(a[2]), 0)
+	}},
+	unix.SYS_LCHOWN: {"lchown", func(b *Broker, c *call, a [6]uint64) result {
+		return b.chown(c, "lchown", unix.AT_FDCWD, a[0], uint32(a[1]), uint32(a[2]), unix.AT_SYMLINK_NOFOLLOW)
+	}},
+	unix.SYS_UTIMES: {"utimes", func(b *Broker, c *call, a [6]uint64) result {
+		return b.utimes(c, "utimes", unix.AT_FDCWD, a[0], a[1], timevals, 0)
+	}},
+	unix.SYS_FUTIMESAT: {"futimesat", func(b *Broker, c *call, a [6]uint64) result {
+		return b.utimes(c, "futimesat", dirfdArg(a[0]), a[1], a[2], timevals, 0)
+	}},
+	unix.SYS_UTIME: {"utime", func(b *Broker, c *call, a [6]uint64) result {
+		return b.utimes(c, "utime", unix.AT_FDCWD, a[0], a[1], utimbuf, 0)
+	}},
 }

@@ -440,14 +440,28 @@ func (b *Broker) symlink(c *call, op string, targetAddr uint64, dirfd int32, pat
 }
 
 // chmod changes the mode of the file the path names (following a final
-// symlink, as chmod does).
+// symlink, as chmod does, unless AT_SYMLINK_NOFOLLOW; an empty path with
+// AT_EMPTY_PATH is the descriptor).
 func (b *Broker) chmod(c *call, op string, dirfd int32, pathAddr uint64, mode uint32, flags int) result {
 	if mode&setidBits != 0 {
 		return fail(unix.EPERM)
 	}
+	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+		return fail(unix.EINVAL)
+	}
 	p, err := c.str(pathAddr)
 	if err != nil {
 		return fail(err)
+	}
+	if p == "" && flags&unix.AT_EMPTY_PATH != 0 {
+		if dirfd == unix.AT_FDCWD {
+			t, err := b.cwdTarget(c, op)
+			if err != nil {
+				return fail(err)
+			}
+			return errResult(unix.Fchmodat(unix.AT_FDCWD, t.proc(), mode, 0))
+		}
+		return b.fchmod(c, op, dirfd, mode)
 	}
 	fd, path, err := c.follow(dirfd, p, flags&unix.AT_SYMLINK_NOFOLLOW != 0)
 	if err != nil {
