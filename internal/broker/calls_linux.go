@@ -65,6 +65,9 @@ var commonCalls = map[int32]sysc{
 	unix.SYS_FREMOVEXATTR: {"fremovexattr", func(b *Broker, c *call, a [6]uint64) result {
 		return b.xattr(c, "fremovexattr", xattrCall{byFD: true, fd: int32(a[0]), nameAddr: a[1]})
 	}},
+	unix.SYS_BIND: {"bind", func(b *Broker, c *call, a [6]uint64) result {
+		return b.bind(c, "bind", int32(a[0]), a[1], int32(a[2]))
+	}},
 	unix.SYS_TRUNCATE: {"truncate", func(b *Broker, c *call, a [6]uint64) result {
 		return b.truncate(c, "truncate", a[0], int64(a[1]))
 	}},

@@ -48,13 +48,8 @@ func (b *Broker) target(c *call, op string, fd int32) (fdTarget, error) {
 		return fdTarget{}, unix.EBADF
 	}
 	t := fdTarget{fd: -1}
-	if pfd, err := unix.PidfdOpen(c.pid, pidfdThread); err == nil {
-		nfd, err := unix.PidfdGetfd(pfd, int(fd), 0)
-		unix.Close(pfd)
-		if err != nil {
-			return fdTarget{}, unix.EBADF
-		}
-		t.fd, t.raw = c.keep(nfd), true
+	if nfd, err := c.takeFD(fd); err == nil {
+		t.fd, t.raw = nfd, true
 	} else {
 		nfd, err := unix.Open("/proc/"+strconv.Itoa(c.pid)+"/fd/"+strconv.Itoa(int(fd)), unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
