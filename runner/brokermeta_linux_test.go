@@ -77,7 +77,7 @@ func TestIntegrationBrokerMetadataRefused(t *testing.T) {
 	h, c := "sub/.git/hooks/pre-commit", "sub/.git/config"
 	type row struct {
 		name, script, path string
-		amd64             bool
+		amd64              bool
 	}
 	rows := []row{
 		{"chmod", "chmod 755 " + h, hook, false},
