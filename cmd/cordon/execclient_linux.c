@@ -1,6 +1,9 @@
 //go:build linux && cgo
 
-// `cordon exec NAME [flags] -- CMD...`, in C, before the Go runtime starts.
+// `cordon exec NAME [flags] -- CMD...`, in C, before the Go runtime starts:
+// the full client. On amd64 the common case never reaches it: the fast
+// path at the entry point (execfast_linux.c) serves it before the C
+// library starts, and leaves everything else here.
 //
 // A harness starts this client for every command, so its own start-up
 // counts: this constructor handles "exec" and never returns, as the
@@ -11,6 +14,8 @@
 // from and its own fds 0, 1 and 2, forwards SIGINT, SIGTERM, SIGHUP and
 // SIGQUIT, and exits with the exit code the supervisor sends back after
 // printing its message and writing the JSON report (--report, --json).
+// It sends nothing to a server that is not the session's supervisor
+// (cordon_exec_server_ok) and checks the reply's exit code and lengths.
 // The wire format is session/proto.go's.
 
 #define _GNU_SOURCE
@@ -27,6 +32,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include "execfast_linux.h"
 
 #define REQ_MAGIC 0x43445243u  // "CRDC"
 #define RESP_MAGIC 0x52445243u // "CRDR"
@@ -513,6 +520,12 @@ static void client(int argc, char **argv)
 		die_setup("socket");
 	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		gone(name, errno == ECONNREFUSED ? "its supervisor is gone" : "no socket", report, json);
+	// Nothing is sent (no descriptor, no environment) to a server that is
+	// not the session's supervisor: a process in a sandbox that can write
+	// where the state directory is could serve a socket there.
+	char why[128];
+	if (cordon_exec_server_ok(sock, path, why, sizeof(why)) < 0)
+		gone(name, why, report, json);
 
 	// Every fd of 0-2 must be open to be sent; a closed one becomes /dev/null.
 	for (int fd = 0; fd < 3; fd++) {
@@ -641,10 +654,13 @@ static void client(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	sigprocmask(SIG_SETMASK, &oldset, NULL);
 
+	// The reply is checked before it is used: an exit code of 0-255, a
+	// message and a report of at most MAX_RESPONSE bytes in all.
 	uint32_t rh[6];
-	if (read_full(sock, rh, sizeof(rh)) < 0 || rh[0] != RESP_MAGIC || rh[1] != PROTO_VERSION ||
-	    (uint64_t)rh[3] + rh[4] > MAX_RESPONSE)
+	if (read_full(sock, rh, sizeof(rh)) < 0)
 		gone(name, "it ended while the command ran", report, json);
+	if (rh[0] != RESP_MAGIC || rh[1] != PROTO_VERSION || rh[2] > 255 || (uint64_t)rh[3] + rh[4] > MAX_RESPONSE)
+		gone(name, "its reply was malformed", report, json);
 	int code = (int)(int32_t)rh[2];
 	restore_tty();
 	char *body = malloc((size_t)rh[3] + rh[4] + 1);

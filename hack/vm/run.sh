@@ -35,10 +35,10 @@ stage=$(mktemp -d "$dir/.initramfs.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 
 # copy_with_libs FILE DEST: FILE at DEST in the image, and the shared
-# libraries ldd lists for it at their own paths.
+# libraries ldd lists for it at their own paths (none for a static one).
 copy_with_libs() {
   install -D -m 755 "$1" "$stage$2"
-  ldd "$1" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
+  { ldd "$1" 2>/dev/null || true; } | { grep -o '/[^ ]*' || true; } | while read -r lib; do
     [ -e "$stage$lib" ] || install -D -m 755 "$lib" "$stage$lib"
   done
 }
