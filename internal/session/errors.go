@@ -10,6 +10,9 @@ var (
 	ErrExists = errors.New("a session with this name is already running")
 	// ErrNotRunning marks a name with no running session.
 	ErrNotRunning = errors.New("no session with this name is running")
+	// ErrNotSupervisor marks a session socket served by a process that is
+	// not the session's supervisor: nothing is sent to it.
+	ErrNotSupervisor = errors.New("the session's socket is not served by its supervisor")
 	// ErrProtocol marks a malformed message on a session socket.
 	ErrProtocol = errors.New("session protocol error")
 	// ErrUnsupported is returned where named sessions are not available

@@ -313,6 +313,9 @@ func (d *Dir) Stop(name string) error {
 		return fmt.Errorf("%w: %s", ErrNotRunning, name)
 	}
 	defer c.Close()
+	if err := d.checkServer(c, name); err != nil {
+		return err
+	}
 	msg, err := encodeRequest(reqStop, nil, nil, nil)
 	if err != nil {
 		return err
