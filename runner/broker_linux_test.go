@@ -321,3 +321,83 @@ func TestIntegrationBrokerRemovesItsOwnRepos(t *testing.T) {
 		t.Fatalf("the host's hooks directory: %v", err)
 	}
 }
+
+// defaultProtect gives sb the built-in protect list, at its root.
+func defaultProtect(sb *spec.Sandbox) {
+	sb.Protect = nil
+	for _, p := range spec.DefaultProtect {
+		sb.Protect = append(sb.Protect, filepath.Join(sb.Root, p))
+	}
+}
+
+// TestIntegrationBrokerGitRedirects is the security property "the sandbox
+// cannot point git at a directory no rule guards": a .git file whose
+// gitdir lies elsewhere (written, renamed or rewritten), a .git symlink,
+// a symlinked .git/modules, and a core.worktree outside the repository's
+// checkout in a config made in the sandbox are refused, each with its
+// path; the planted hook and fsmonitor never run in the host's next git.
+// A submodule's .git file (gitdir in .git/modules) still works.
+func TestIntegrationBrokerGitRedirects(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	sb := newSandbox(t)
+	defaultProtect(sb)
+	ws := sb.Root
+	mark := filepath.Join(t.TempDir(), "pwned")
+	// A gitdir the sandbox fills with a hook and a core.fsmonitor: any
+	// redirect to it would make the host's next git run them.
+	evil := `mkdir -p evil/hooks evil/objects evil/refs && echo 'ref: refs/heads/main' > evil/HEAD && ` +
+		`printf '[core]\n\tfsmonitor = touch ` + mark + `\n' > evil/config && ` +
+		`printf '#!/bin/sh\ntouch ` + mark + `\n' > evil/hooks/pre-commit && chmod +x evil/hooks/pre-commit && mkdir -p sub`
+	if out := run(t, sb, "", sh(evil)...); out.res.ExitCode != 0 {
+		t.Fatalf("setting up: %+v %s", out.res, out.stderr)
+	}
+	for _, tc := range []struct{ script, blocked string }{
+		{"printf 'gitdir: ../evil\\n' > sub/.git; git -C sub status", "sub/.git"},
+		{"printf 'gitdir: ../evil' > sub/.git; cat sub/.git", "sub/.git"},
+		{"printf 'gitdir: %s/evil\\n' \"$PWD\" > x && mv x sub/.git", "sub/.git"},
+		{"ln -s ../evil sub/.git", "sub/.git"},
+		{"mkdir -p app/.git && ln -s ../../evil app/.git/modules", "app/.git/modules"},
+		{"mkdir -p t/d && ln -s ../../evil t/d/x && mkdir -p app/.git && mv t app/.git/modules", "t"},
+		{"git init -q r && git -C r config core.worktree " + filepath.Dir(mark), "r/.git/config"},
+		{"git init -q r2 && git -C r2 config core.worktree ../.git/hooks", "r2/.git/config"},
+		{"ln evil/config sub/.git", "sub/.git"},
+	} {
+		out := run(t, sb, "", sh(tc.script)...)
+		if out.res.FailureType != runner.FailureSandboxDenied || out.res.BlockedPath != filepath.Join(ws, tc.blocked) {
+			t.Errorf("%s: want sandbox_denied on %s, got %+v %s", tc.script, tc.blocked, out.res, out.stderr)
+		}
+		for _, p := range []string{"sub/.git", "app/.git/modules"} {
+			mustNotExist(t, filepath.Join(ws, p))
+		}
+		_ = os.Remove(filepath.Join(ws, "x"))
+		_ = os.RemoveAll(filepath.Join(ws, "app"))
+		_ = os.RemoveAll(filepath.Join(ws, "t"))
+	}
+	for _, repo := range []string{"sub", "r", "r2"} {
+		cmd := exec.Command("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x")
+		cmd.Dir = filepath.Join(ws, repo)
+		_ = cmd.Run()
+		cmd = exec.Command("git", "status")
+		cmd.Dir = filepath.Join(ws, repo)
+		_ = cmd.Run()
+	}
+	mustNotExist(t, mark)
+	// What git itself writes still works: a submodule's .git file points
+	// into .git/modules, and its config's core.worktree into the checkout.
+	for _, args := range [][]string{{"init", "-q", "-b", "main", ws + "/lib"}, {"-C", ws + "/lib", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "lib"}} {
+		if b, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, b)
+		}
+	}
+	script := `set -e
+export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t
+git init -q -b main app && cd app && git commit -q --allow-empty -m a
+git -c protocol.file.allow=always submodule add -q ../lib lib
+cat lib/.git; git -C lib status --short | wc -l; git commit -q -m sub; echo ok`
+	out := run(t, sb, "", sh(script)...)
+	if out.res.ExitCode != 0 || out.stdout != "gitdir: ../.git/modules/lib\n0\nok\n" {
+		t.Fatalf("a submodule in the sandbox: %+v %q %s", out.res, out.stdout, out.stderr)
+	}
+}

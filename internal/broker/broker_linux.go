@@ -57,7 +57,8 @@ type Broker struct {
 	policy Policy
 	creds  Creds
 
-	git gitState
+	git      gitState
+	gitFiles gitFiles
 
 	mu      sync.Mutex
 	denials []Denial
@@ -153,6 +154,9 @@ func (b *Broker) worker() {
 	for {
 		select {
 		case <-b.stop:
+			if ok {
+				b.publishGitFiles(true) // with the command's ids
+			}
 			return
 		default:
 		}
@@ -162,6 +166,9 @@ func (b *Broker) worker() {
 			// Every process of the filter has exited: nothing can come
 			// any more, and recv would fail at once forever (a spin that
 			// cost a run's teardown about 20 ms of CPU).
+			if ok {
+				b.publishGitFiles(true)
+			}
 			return
 		}
 		if err == unix.EINTR || err == unix.ENOENT {

@@ -70,9 +70,11 @@ var safeGitKeys = map[string]bool{
 	"pull.rebase": true, "fetch.prune": true, "gc.auto": true, "index.version": true,
 }
 
-// checkGitConfig parses a git config and refuses anything it cannot read
-// or any key off the list (and a remote URL with a command transport).
-func checkGitConfig(data []byte) error {
+// checkGitConfig parses the git config that is to be at cfg and refuses
+// anything it cannot read or any key off the list (and a remote URL with a
+// command transport, and a core.worktree outside the repository's own
+// checkout).
+func checkGitConfig(data []byte, cfg string) error {
 	section, sub := "", false
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {
@@ -113,8 +115,47 @@ func checkGitConfig(data []byte) error {
 		if strings.HasPrefix(v, "ext::") || strings.HasPrefix(v, "fd::") {
 			return fmt.Errorf("line %d: a remote URL with a command transport", n)
 		}
+		if full == "core.worktree" {
+			if err := checkWorktree(strings.Trim(val, "\""), cfg); err != nil {
+				return fmt.Errorf("line %d: %w", n, err)
+			}
+		}
 	}
 	return sc.Err()
+}
+
+// checkWorktree allows a core.worktree (git submodule writes one into a
+// submodule's gitdir, .git/modules/NAME/config) only inside the checkout
+// that holds the config's first ".git" directory, and never in a ".git"
+// there: otherwise the host's next checkout in that repository would write
+// its files elsewhere (into a hooks directory, or outside the workspace).
+func checkWorktree(val, cfg string) error {
+	i := strings.Index(cfg, "/.git/")
+	if i < 0 || val == "" || strings.ContainsAny(val, "\x00\n") {
+		return fmt.Errorf("a core.worktree for a config outside a .git directory")
+	}
+	top := cfg[:i]
+	if top == "" {
+		top = "/"
+	}
+	w := val
+	if !strings.HasPrefix(w, "/") {
+		w = path.Dir(cfg) + "/" + w
+	}
+	w = cleanAbs(w)
+	rest, ok := strings.CutPrefix(w, strings.TrimSuffix(top, "/")+"/")
+	if w == top {
+		rest, ok = "", true
+	}
+	if !ok {
+		return fmt.Errorf("core.worktree %s is outside %s, the checkout the repository belongs to", w, top)
+	}
+	for _, part := range strings.Split(rest, "/") {
+		if part == ".git" {
+			return fmt.Errorf("core.worktree %s lies in a .git directory", w)
+		}
+	}
+	return nil
 }
 
 // renameGitConfig performs rename(from, to) where to is a guarded git
@@ -144,7 +185,7 @@ func (b *Broker) renameGitConfig(op string, from, to loc) result {
 	if err != nil {
 		return fail(err)
 	}
-	if err := checkGitConfig(data); err != nil {
+	if err := checkGitConfig(data, to.path); err != nil {
 		b.deny(op, to.path, "protect (git config from the sandbox: "+err.Error()+")")
 		return fail(unix.EACCES)
 	}

@@ -1,10 +1,15 @@
 package broker
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
 
 func TestCheckGitConfig(t *testing.T) {
 	ok := "[core]\n\trepositoryformatversion = 0\n\tbare = false\n[remote \"origin\"]\n\turl = /src/repo\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n"
-	if err := checkGitConfig([]byte(ok)); err != nil {
+	if err := checkGitConfig([]byte(ok), "/w/c/.git/config"); err != nil {
 		t.Fatalf("git clone's config refused: %v", err)
 	}
 	for _, bad := range []string{
@@ -18,8 +23,11 @@ func TestCheckGitConfig(t *testing.T) {
 		"[core] fsmonitor = x\n",
 		"[core.x]\n\tbare = false\n",
 		"[filter \"lfs\"]\n\tclean = x\n",
+		"[core]\n\tworktree = /home/u\n",
+		"[core]\n\tworktree = ../..\n",
+		"[core]\n\tworktree = hooks\n",
 	} {
-		if err := checkGitConfig([]byte(bad)); err == nil {
+		if err := checkGitConfig([]byte(bad), "/w/c/.git/config"); err == nil {
 			t.Errorf("accepted %q", bad)
 		}
 	}
@@ -39,5 +47,83 @@ func TestCheckGitConfig(t *testing.T) {
 	}
 	if templateAllowed("protect /w/.git/hooks", "/w/.git/hooks/pre-commit", false) {
 		t.Error("a hook by its real name was let through")
+	}
+}
+
+func TestCheckWorktree(t *testing.T) {
+	for _, tc := range []struct {
+		val, cfg string
+		ok       bool
+	}{
+		{"../../../lib", "/w/app/.git/modules/lib/config", true},
+		{"../../../../../lib/sub", "/w/app/.git/modules/lib/modules/sub/config", true},
+		{"/w/app/lib", "/w/app/.git/modules/lib/config", true},
+		{"..", "/w/app/.git/config", true},
+		{"../../../.git/hooks", "/w/app/.git/modules/lib/config", false},
+		{"../../../../etc", "/w/app/.git/modules/lib/config", false},
+		{"/home/u", "/w/app/.git/modules/lib/config", false},
+		{"../../../../app2", "/w/app/.git/modules/lib/config", false},
+		{"x", "/w/app/config", false},
+	} {
+		if err := checkWorktree(tc.val, tc.cfg); (err == nil) != tc.ok {
+			t.Errorf("checkWorktree(%q, %q) = %v, want ok %v", tc.val, tc.cfg, err, tc.ok)
+		}
+	}
+}
+
+func TestGitFileComplete(t *testing.T) {
+	for in, want := range map[string]bool{
+		"":                    false,
+		"gitd":                false,
+		"gitdir: ../x":        false,
+		"gitdir: ../x\n":      true,
+		"x":                   true,
+		"hello world":         true,
+		"gitdir: ../.git/m\n": true,
+	} {
+		if got := gitFileComplete([]byte(in)); got != want {
+			t.Errorf("gitFileComplete(%q) = %v", in, got)
+		}
+	}
+}
+
+// globPolicy refuses what lies at or below one of its prefixes, or under a
+// ".git/modules/" anywhere (as **/.git/modules/** rules do).
+type globPolicy []string
+
+func (p globPolicy) Refuse(path string) string {
+	if strings.Contains(path, "/.git/modules/") {
+		return "protect **/.git/modules/**"
+	}
+	for _, pre := range p {
+		if path == pre || strings.HasPrefix(path, pre+"/") {
+			return "protect " + pre
+		}
+	}
+	return ""
+}
+
+func TestCheckGitFile(t *testing.T) {
+	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(root)
+	b := &Broker{policy: globPolicy{"/nonexistent-w/.git/worktrees"}}
+	for _, tc := range []struct {
+		p, data string
+		ok      bool
+	}{
+		{"/nonexistent-w/app/lib/.git", "gitdir: ../.git/modules/lib\n", true},
+		{"/nonexistent-w/wt/.git", "gitdir: /nonexistent-w/.git/worktrees/wt\n", true},
+		{"/nonexistent-w/app/.git", "not a redirect", true},
+		{"/nonexistent-w/app/.git", "gitdir: ../evil\n", false},
+		{"/nonexistent-w/app/.git", "gitdir: /tmp/x\n", false},
+		{"/nonexistent-w/app/lib/.git", "gitdir: ../.git/modules/../../evil\n", false},
+		{"/nonexistent-w/app/.git", "gitdir: \n", false},
+	} {
+		if err := b.checkGitFile(root, tc.p, []byte(tc.data)); (err == nil) != tc.ok {
+			t.Errorf("checkGitFile(%s, %q) = %v, want ok %v", tc.p, tc.data, err, tc.ok)
+		}
 	}
 }

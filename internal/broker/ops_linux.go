@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ func ok(v int64) result     { return result{val: v, fd: -1} }
 func (b *Broker) handle(n *notif) {
 	c := &call{n: n, pid: int(n.Pid)}
 	defer c.close()
+	b.publishGitFiles(false)
 	var r result
 	if n.Arch != nativeArch {
 		r = fail(unix.ENOSYS)
@@ -138,6 +140,9 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 			if !b.check(op, l.path) {
 				return fail(unix.EACCES)
 			}
+			if gitLinkName(l.path) && st.Mode&unix.S_IFMT == unix.S_IFREG {
+				return b.openGitFile(c, op, l, flags, mode, true)
+			}
 			if st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == unix.Mkdev(5, 0) {
 				// /dev/tty means the opener's controlling terminal, which
 				// the broker does not share: open that terminal itself.
@@ -159,6 +164,9 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 		case err == unix.ENOENT && flags&unix.O_CREAT != 0:
 			if !b.checkCreate(op, l.path, false) {
 				return fail(unix.EACCES)
+			}
+			if gitLinkName(l.path) {
+				return b.openGitFile(c, op, l, flags, mode, false)
 			}
 			unix.Umask(c.umask())
 			fd, err := unix.Openat(l.dir, l.name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
@@ -313,6 +321,18 @@ func (b *Broker) rename(c *call, op string, a [6]uint64, oldArg, newArg int, fla
 	if !b.check(op, from.path) {
 		return fail(unix.EACCES)
 	}
+	if gitRedirectPlace(to.path) && isSymlink(from) ||
+		flags&unix.RENAME_EXCHANGE != 0 && gitRedirectPlace(from.path) && isSymlink(to) {
+		b.deny(op, to.path, gitSymlinkRule)
+		return fail(unix.EACCES)
+	}
+	if gitLinkName(to.path) && b.policy.Refuse(to.path) == "" && flags&unix.RENAME_EXCHANGE == 0 && isRegular(from) {
+		return b.renameGitFile(c, op, from, to)
+	}
+	if flags&unix.RENAME_EXCHANGE != 0 && (gitLinkName(to.path) || gitLinkName(from.path)) && !(isDir(from) && isDir(to)) {
+		b.deny(op, to.path, "protect (a .git file is only written, not exchanged)")
+		return fail(unix.EACCES)
+	}
 	if rule := b.policy.Refuse(to.path); rule != "" {
 		if strings.HasPrefix(rule, "protect ") && gitConfigName(to.path) && flags == 0 && !isDir(from) {
 			return b.renameGitConfig(op, from, to)
@@ -322,10 +342,10 @@ func (b *Broker) rename(c *call, op string, a [6]uint64, oldArg, newArg int, fla
 	}
 	// A directory carries what lies below it: nothing in it may be a
 	// guarded path where it is, nor become one where it goes.
-	if isDir(from) && !b.checkTree(op, from, to.path) {
+	if isDir(from) && !b.checkTree(c, op, from, to.path) {
 		return fail(unix.EACCES)
 	}
-	if flags&unix.RENAME_EXCHANGE != 0 && isDir(to) && !b.checkTree(op, to, from.path) {
+	if flags&unix.RENAME_EXCHANGE != 0 && isDir(to) && !b.checkTree(c, op, to, from.path) {
 		return fail(unix.EACCES)
 	}
 	return errResult(unix.Renameat2(from.dir, from.name, to.dir, to.name, flags))
@@ -337,18 +357,27 @@ const maxTreeEntries = 200000
 
 // checkTree walks the directory at l and refuses when an entry below it is
 // guarded at its path now or would be at its path under dst.
-func (b *Broker) checkTree(op string, l loc, dst string) bool {
+func (b *Broker) checkTree(c *call, op string, l loc, dst string) bool {
 	fd, err := unix.Openat(l.dir, l.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false
 	}
+	root, err := c.rootFD()
+	if err != nil {
+		unix.Close(fd)
+		return false
+	}
 	n := 0
-	return b.walk(op, l.path, fd, l.path, dst, &n)
+	return b.walk(op, root, l.path, fd, l.path, dst, &n)
 }
 
 // walk decides each entry below src (and its twin below dst); a refusal is
 // recorded for top, the directory the call named.
-func (b *Broker) walk(op, top string, fd int, src, dst string, n *int) bool {
+//
+// A symlink may not enter a ".git" name or a place below a ".git"
+// directory, and a ".git" file's redirect is decided again where it goes
+// (a relative gitdir points elsewhere from there).
+func (b *Broker) walk(op string, root int, top string, fd int, src, dst string, n *int) bool {
 	f := os.NewFile(uintptr(fd), src)
 	defer f.Close()
 	ents, err := f.ReadDir(-1)
@@ -368,14 +397,52 @@ func (b *Broker) walk(op, top string, fd int, src, dst string, n *int) bool {
 				return false
 			}
 		}
+		if e.Type()&os.ModeSymlink != 0 && gitRedirectPlace(d) {
+			b.deny(op, top, gitSymlinkRule+" (which "+d+" would be)")
+			return false
+		}
+		if e.Type().IsRegular() && gitLinkName(d) && s != d {
+			data, err := readAt(fd, e.Name(), 4097)
+			if err != nil {
+				return false
+			}
+			if err := b.checkGitFile(root, d, data); err != nil {
+				b.deny(op, top, "protect (a .git file from the sandbox: "+err.Error()+")")
+				return false
+			}
+		}
 		if e.IsDir() {
 			cfd, err := unix.Openat(fd, e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			if err != nil || !b.walk(op, top, cfd, s, d, n) {
+			if err != nil || !b.walk(op, root, top, cfd, s, d, n) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// gitSymlinkRule is the refusal of a symlink at or below a ".git".
+const gitSymlinkRule = "protect (no symlink at a .git name or in a .git directory's modules or worktrees: it would send git elsewhere)"
+
+func isSymlink(l loc) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(l.dir, l.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
+}
+
+func isRegular(l loc) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(l.dir, l.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG
+}
+
+// readAt reads up to max bytes of the regular file name in dir.
+func readAt(dir int, name string, max int) ([]byte, error) {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, int64(max)))
 }
 
 func isDir(l loc) bool {
@@ -389,6 +456,11 @@ func (b *Broker) link(c *call, op string, a [6]uint64, flags int) result {
 		return fail(err)
 	}
 	if !b.check(op, to.path) {
+		return fail(unix.EACCES)
+	}
+	if gitLinkName(to.path) {
+		// A second name would be a .git file the broker never read.
+		b.deny(op, to.path, "protect (a .git file is only written, not linked)")
 		return fail(unix.EACCES)
 	}
 	var src int
@@ -434,6 +506,10 @@ func (b *Broker) symlink(c *call, op string, targetAddr uint64, dirfd int32, pat
 		return fail(err)
 	}
 	if !b.check(op, l.path) {
+		return fail(unix.EACCES)
+	}
+	if gitRedirectPlace(l.path) {
+		b.deny(op, l.path, gitSymlinkRule)
 		return fail(unix.EACCES)
 	}
 	return errResult(unix.Symlinkat(target, l.dir, l.name))
