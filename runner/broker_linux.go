@@ -34,10 +34,11 @@ var brokerOpenWrite = []uint64{0o1, 0o2, 0o100, 0o1000}
 var brokerENOSYS = []string{"setxattrat", "removexattrat"}
 
 // brokeredSeccomp rewrites the filter so that the broker's calls are
-// notified to it: open and openat when a flag may write, the others always.
+// notified to it: open and openat when a flag may write (with strict, every
+// open but a bare O_PATH one, which reads nothing), the others always.
 // The rules they had (the setid narrowing of spec/seccomp_modes.go) are
 // replaced: the broker refuses S_ISUID and S_ISGID itself.
-func brokeredSeccomp(c *configs.Seccomp) *configs.Seccomp {
+func brokeredSeccomp(c *configs.Seccomp, strict bool) *configs.Seccomp {
 	names := broker.Syscalls()
 	out := *c
 	out.Syscalls = nil
@@ -64,6 +65,16 @@ func brokeredSeccomp(c *configs.Seccomp) *configs.Seccomp {
 			out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Notify,
 				Args: []*configs.Arg{{Index: idx, Value: bit, ValueTwo: bit, Op: configs.MaskEqualTo}}})
 		}
+		if strict {
+			// Every open without O_PATH is notified; one with O_PATH and
+			// no write flag stays in the kernel (its descriptor reads
+			// nothing: reopening it through /proc/self/fd is an open).
+			out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Notify,
+				Args: []*configs.Arg{{Index: idx, Value: unix.O_PATH, ValueTwo: 0, Op: configs.MaskEqualTo}}})
+			out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Allow,
+				Args: []*configs.Arg{{Index: idx, Value: mask | unix.O_PATH, ValueTwo: unix.O_PATH, Op: configs.MaskEqualTo}}})
+			continue
+		}
 		out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Allow,
 			Args: []*configs.Arg{{Index: idx, Value: mask, ValueTwo: 0, Op: configs.MaskEqualTo}}})
 	}
@@ -84,6 +95,13 @@ func newBrokerPolicy(sb *spec.Sandbox) brokerPolicy {
 	for _, d := range sb.Deny {
 		p.rules = append(p.rules, brokerRule{"deny", d})
 	}
+	if sb.StrictDeny {
+		// The system's secrets are masked like deny paths; a host that
+		// renames over one (passwd rewrites /etc/shadow so) lifts the mask.
+		for _, d := range spec.SystemSecrets(sb) {
+			p.rules = append(p.rules, brokerRule{"deny", d})
+		}
+	}
 	for _, d := range sb.Protect {
 		p.rules = append(p.rules, brokerRule{"protect", d})
 	}
@@ -95,6 +113,17 @@ func newBrokerPolicy(sb *spec.Sandbox) brokerPolicy {
 func (p brokerPolicy) Refuse(path string) string {
 	for _, r := range p.rules {
 		if spec.MatchUnder(r.path, path) {
+			return r.kind + " " + r.path
+		}
+	}
+	return ""
+}
+
+// RefuseRead returns "deny PATH" for the deny entry that forbids reading
+// path: protected paths stay readable.
+func (p brokerPolicy) RefuseRead(path string) string {
+	for _, r := range p.rules {
+		if r.kind == "deny" && spec.MatchUnder(r.path, path) {
 			return r.kind + " " + r.path
 		}
 	}

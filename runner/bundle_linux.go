@@ -83,6 +83,9 @@ func WriteBundle(dir string, sb *spec.Sandbox, args []string) (*Bundle, error) {
 	for _, u := range enf.UnenforcedDetails() {
 		b.OnlyCordon = append(b.OnlyCordon, "not enforced by cordon either: "+u)
 	}
+	if sb.StrictDeny {
+		b.OnlyCordon = append(b.OnlyCordon, "strict_deny: a denied path the host creates or renames mid-run is readable under a stock runtime (cordon's broker decides every open)")
+	}
 	if len(sb.Network.Allow) > 0 {
 		b.OnlyCordon = append(b.OnlyCordon, "the network allow list: the bundle has loopback only")
 	}

@@ -214,7 +214,7 @@ func (run *linuxRun) seccomp() error {
 	if run.config.Seccomp == nil {
 		return fmt.Errorf("%w: the sandbox has no seccomp profile", ErrSetup)
 	}
-	brokered := brokeredSeccomp(run.config.Seccomp)
+	brokered := brokeredSeccomp(run.config.Seccomp, run.eff.StrictDeny)
 	bpf, err := run.r.seccompProgram(brokered)
 	if err == nil {
 		run.seccompFlags, err = seccompLoadFlags(brokered)

@@ -18,7 +18,7 @@ var DefaultEnvPass = []string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"
 
 var (
 	topKeys     = []string{"sandbox", "delegation", "audit", "audit_required", "session"}
-	sandboxKeys = []string{"root", "readonly", "mounts", "deny", "protect", "network", "system", "limits", "env", "require_os_sandbox"}
+	sandboxKeys = []string{"root", "readonly", "mounts", "deny", "strict_deny", "protect", "network", "system", "limits", "env", "require_os_sandbox"}
 	mountKeys   = []string{"source", "target", "readonly", "name", "suffixes", "max_file_bytes"}
 )
 
@@ -131,6 +131,9 @@ func (d *decoder) sandbox(n *yaml.Node, base string, sb *Sandbox) {
 		sb.Mounts = append(sb.Mounts, d.mount(item, index(sub(field, "mounts"), i), base))
 	}
 	sb.Deny = d.pathList(f["deny"], sub(field, "deny"), sb.Root, rootOK)
+	if v := f["strict_deny"]; !isNull(v) {
+		sb.StrictDeny, _ = d.boolean(v, sub(field, "strict_deny"))
+	}
 	if raw, present := d.strList(f["protect"], sub(field, "protect")); present {
 		sb.Protect = d.rootRelative(raw, sb.Root, rootOK)
 	} else if rootOK {

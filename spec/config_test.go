@@ -290,6 +290,13 @@ sandbox:
 		}},
 		{"require_os_sandbox false", "sandbox: {require_os_sandbox: false}", func(t *testing.T, c *Config) {
 			eq(t, c.Sandbox.RequireOSSandbox, false)
+			eq(t, c.Sandbox.StrictDeny, false)
+		}},
+		{"strict_deny true", "sandbox: {strict_deny: true}", func(t *testing.T, c *Config) {
+			eq(t, c.Sandbox.StrictDeny, true)
+			if !strings.Contains(Summarize(&c.Sandbox).Table(), "deny:    strict (strict_deny") {
+				t.Fatalf("explain does not show strict_deny: %s", Summarize(&c.Sandbox).Table())
+			}
 		}},
 		{"max_depth and audit", "delegation: {max_depth: 1}\naudit: logs/audit.jsonl", func(t *testing.T, c *Config) {
 			eq(t, c.Delegation.MaxDepth, 1)
@@ -341,6 +348,8 @@ func TestParseRejects(t *testing.T) {
 		{"source required", "sandbox: {mounts: [{target: /x}]}", "sandbox.mounts[0].source", "is required"},
 		{"mount not a mapping", "sandbox: {mounts: [cache]}", "sandbox.mounts[0]", "must be a mapping"},
 		{"unknown mount key", "sandbox: {mounts: [{source: cache, mode: ro}]}", "sandbox.mounts[0].mode", "unknown key"},
+		{"strict_deny as a word", "sandbox: {strict_deny: yes}", "sandbox.strict_deny", "true or false"},
+		{"strict_deny as a number", "sandbox: {strict_deny: 1}", "sandbox.strict_deny", "true or false"},
 		{"memory 0", "sandbox: {limits: {memory: 0}}", "sandbox.limits.memory", "above zero"},
 		{"memory negative", "sandbox: {limits: {memory: -1}}", "sandbox.limits.memory", "negative"},
 		{"pids 0", "sandbox: {limits: {pids: 0}}", "sandbox.limits.pids", "above zero"},

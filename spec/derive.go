@@ -86,7 +86,8 @@ func cloneStrings(s []string) []string {
 //     covered by the parent's policy.
 //   - A limit that is set may only be lower than the parent's; an unset one
 //     is inherited.
-//   - deny, protect, env, system and require_os_sandbox are inherited.
+//   - deny, strict_deny, protect, env, system and require_os_sandbox are
+//     inherited.
 //
 // Every widening is reported at once: the error joins one *WideningError
 // per refusal (matching ErrWidening), plus a *FieldError for each malformed

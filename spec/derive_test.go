@@ -96,6 +96,7 @@ func newDeriveFixture(t *testing.T) deriveFixture {
 		Limits:           Limits{Timeout: time.Minute, Memory: 1 << 30, Pids: 100},
 		Env:              Env{Pass: []string{"PATH"}, Set: map[string]string{"A": "b"}},
 		RequireOSSandbox: true,
+		StrictDeny:       true,
 		Lineage:          []string{"main"},
 	}
 	return deriveFixture{dir: dir, root: root, parent: parent}
@@ -192,6 +193,7 @@ func TestDeriveNarrows(t *testing.T) {
 			eq(t, c.Lineage, []string{"main", "w"})
 			eq(t, c.System, fx.parent.System)
 			eq(t, c.RequireOSSandbox, true)
+			eq(t, c.StrictDeny, true) // inherited: a worker cannot loosen it
 			if err := checkNormalized(c); err != nil {
 				t.Errorf("child not normalized: %v", err)
 			}

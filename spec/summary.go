@@ -36,6 +36,8 @@ type Summary struct {
 	Network string        `json:"network"`
 	Limits  Limits        `json:"limits"`
 	Lineage []string      `json:"lineage,omitempty"`
+	// StrictDeny is the sandbox's strict_deny.
+	StrictDeny bool `json:"strict_deny,omitempty"`
 }
 
 // Summarize describes sb.
@@ -71,6 +73,7 @@ func Summarize(sb *Sandbox) Summary {
 	s.Network = sb.Network.String()
 	s.Limits = sb.Limits
 	s.Lineage = append([]string(nil), sb.Lineage...)
+	s.StrictDeny = sb.StrictDeny
 	return s
 }
 
@@ -105,6 +108,11 @@ func (s Summary) Table() string {
 	}
 	fmt.Fprintf(&b, "network: %s\n", s.Network)
 	fmt.Fprintf(&b, "limits:  %s\n", s.Limits)
+	if s.StrictDeny {
+		fmt.Fprintf(&b, "deny:    strict (strict_deny: every open, reads included, is decided by cordon; a file the host creates or renames under a denied name mid-run stays unreadable)\n")
+	} else {
+		fmt.Fprintf(&b, "deny:    default (reads stay in the kernel: a file the host creates or renames under a denied name mid-run is readable until the run ends; strict_deny: true holds it)\n")
+	}
 	if len(s.Lineage) > 0 {
 		fmt.Fprintf(&b, "lineage: %s\n", strings.Join(s.Lineage, " > "))
 	} else {

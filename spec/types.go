@@ -53,6 +53,12 @@ type Sandbox struct {
 	// Protect lists sandbox paths that stay readable but are never writable,
 	// even when they do not exist when the sandbox starts.
 	Protect []string
+	// StrictDeny makes every open of a path, reads included, a decision of
+	// the runner's broker, so that a file the host creates or renames under
+	// a denied name while the sandbox runs is never readable in it. Without
+	// it, reads stay in the kernel and a denied path is hidden by what
+	// covered it at start (config key strict_deny).
+	StrictDeny bool `json:",omitempty"`
 	// Network is the network policy.
 	Network Network
 	// System says which host system directories are visible read-only.

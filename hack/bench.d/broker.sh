@@ -11,7 +11,8 @@
 #   git-clone  git clone of a local repository of 5,000 files
 #   go-build   go build of a small program with a cold build cache (GO=1)
 # Prints the median wall time of each (RUNS, default 5) and NEW/BASE.
-# CASES="untar true" picks cases.
+# CASES="untar true" picks cases. STRICT_NEW=1 runs NEW with strict_deny: true
+# (pass the same binary twice to compare strict_deny with the default).
 # hack/bench runs it when BROKER_BASE names the base binary.
 set -Eeuo pipefail
 base="$(realpath "$1")" new="$(realpath "$2")" n="${3:-5}"
@@ -51,6 +52,8 @@ sandbox:
     pass: [PATH]
     set: {HOME: $work, GOCACHE: $work/gocache, GOPATH: $work/gopath, GOFLAGS: -mod=mod, GOTOOLCHAIN: local}
 YAML
+cp "$tmp/cfg.yaml" "$tmp/cfg-new.yaml"
+[ "${STRICT_NEW:-0}" = 1 ] && sed -i 's/^  root: .\/work$/  root: .\/work\n  strict_deny: true/' "$tmp/cfg-new.yaml"
 export PATH="$goroot/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 declare -A cmd=(
   [true]="true"
@@ -67,12 +70,12 @@ declare -A times
 for c in "${cases[@]}"; do
   for i in $(seq 1 "$n"); do
     for which in base new; do
-      bin="$base"
-      [ "$which" = new ] && bin="$new"
+      bin="$base" cfg="$tmp/cfg.yaml"
+      [ "$which" = new ] && bin="$new" cfg="$tmp/cfg-new.yaml"
       if [ "$c" = true ]; then
-        t0=$(now); (cd "$work" && "$bin" run --config "$tmp/cfg.yaml" -- true) >/dev/null; t1=$(now)
+        t0=$(now); (cd "$work" && "$bin" run --config "$cfg" -- true) >/dev/null; t1=$(now)
       else
-        t0=$(now); (cd "$work" && "$bin" run --config "$tmp/cfg.yaml" -- sh -c "${cmd[$c]}") >/dev/null; t1=$(now)
+        t0=$(now); (cd "$work" && "$bin" run --config "$cfg" -- sh -c "${cmd[$c]}") >/dev/null; t1=$(now)
       fi
       times[$c.$which]+="$(( (t1 - t0) / 1000000 )) "
     done

@@ -31,6 +31,16 @@ type Policy interface {
 	Refuse(p string) string
 }
 
+// ReadPolicy is a Policy that also decides reads (with strict_deny the
+// filter sends those too). A Policy without it has every read decided by
+// Refuse, which refuses more (fail closed).
+type ReadPolicy interface {
+	Policy
+	// RefuseRead returns the rule that forbids reading the sandbox path p
+	// (a deny rule: protected paths stay readable), or "".
+	RefuseRead(p string) string
+}
+
 // Denial is one refused call.
 type Denial struct {
 	// Op is the system call ("openat", "mkdir", "rename", ...).

@@ -86,6 +86,23 @@ func (b *Broker) check(op, p string) bool {
 	return true
 }
 
+// checkMode is check for a write and, for a read, refuses only what a deny
+// rule forbids.
+func (b *Broker) checkMode(op, p string, read bool) bool {
+	if !read {
+		return b.check(op, p)
+	}
+	rp, ok := b.policy.(ReadPolicy)
+	if !ok {
+		return b.check(op, p)
+	}
+	if rule := rp.RefuseRead(p); rule != "" {
+		b.deny(op, p, rule)
+		return false
+	}
+	return true
+}
+
 func dirfdArg(v uint64) int32 { return int32(v) }
 
 // --- open ----------------------------------------------------------------
@@ -96,11 +113,10 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 		return fail(err)
 	}
 	cloexec := flags&unix.O_CLOEXEC != 0
-	if flags&writeFlags == 0 && flags&unix.O_PATH == 0 {
-		// Not a write: the filter sends only writes, so only a changed
-		// flag word (another thread) gets here. Decide it as a write.
-		flags |= 0
-	}
+	// A read (the filter sends those only with strict_deny) is decided on
+	// the deny rules alone: a protected path stays readable. The flags are
+	// the caller's registers at the call, which no other thread can change.
+	read := flags&writeFlags == 0
 	if flags&unix.O_CREAT != 0 && mode&setidBits != 0 {
 		return fail(unix.EPERM)
 	}
@@ -108,10 +124,14 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 	if err != nil {
 		return fail(err)
 	}
-	if fd, isMagic := magicFD(full); isMagic {
-		return b.reopenCallerFD(c, op, fd, flags)
-	}
 	for range 40 {
+		if fd, isMagic := magicFD(full); isMagic {
+			return b.reopenCallerFD(c, op, fd, flags)
+		}
+		full = c.procSelf(full)
+		if dotName(full) {
+			return b.openDir(c, op, full, flags)
+		}
 		l, err := c.atFull(full)
 		if err != nil {
 			return fail(err)
@@ -137,7 +157,7 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 			if flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL {
 				return fail(unix.EEXIST)
 			}
-			if !b.check(op, l.path) {
+			if !b.checkMode(op, l.path, read) {
 				return fail(unix.EACCES)
 			}
 			if gitLinkName(l.path) && st.Mode&unix.S_IFMT == unix.S_IFREG {
@@ -153,7 +173,7 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 				full = pts
 				continue
 			}
-			fd, err := unix.Openat(l.dir, l.name, (flags|unix.O_NOFOLLOW|unix.O_CLOEXEC)&^unix.O_CREAT, 0)
+			fd, err := openProc(l, (flags|unix.O_NOFOLLOW|unix.O_CLOEXEC)&^unix.O_CREAT)
 			if err == unix.ELOOP {
 				continue // replaced by a symlink meanwhile: resolve again
 			}
@@ -229,14 +249,15 @@ func cleanAbs(p string) string {
 // with flags, as the kernel does for /proc/self/fd/N.
 func (b *Broker) reopenCallerFD(c *call, op string, fd, flags int) result {
 	link := "/proc/" + strconv.Itoa(c.pid) + "/fd/" + strconv.Itoa(fd)
-	if p, err := linkPath(link); err == nil && !b.check(op, p) {
+	read := flags&writeFlags == 0
+	if p, err := linkPath(link); err == nil && !b.checkMode(op, p, read) {
 		return fail(unix.EACCES)
 	}
 	nfd, err := unix.Open(link, (flags|unix.O_CLOEXEC)&^(unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW), 0)
 	if err != nil {
 		return fail(err)
 	}
-	if p, err := fdPath(nfd); err == nil && !b.check(op, p) {
+	if p, err := fdPath(nfd); err == nil && !b.checkMode(op, p, read) {
 		unix.Close(nfd)
 		return fail(unix.EACCES)
 	}

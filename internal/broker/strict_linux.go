@@ -1,0 +1,123 @@
+package broker
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// With strict_deny the filter sends every open to the broker, reads
+// included, and the broker performs it as it performs a write-open. Two
+// paths mean the opener itself and need care when the broker opens them:
+// /proc/self and /proc/thread-self (the broker is not in the sandbox's pid
+// namespace: they would name nothing, or the broker), and what lies under
+// /proc at all (the broker keeps CAP_SYS_PTRACE to read its callers; a
+// /proc file opened with it would give the caller more than its own open).
+
+// procSelf rewrites a path under /proc/self or /proc/thread-self to the
+// caller's own pid (and thread) as the sandbox numbers them.
+func (c *call) procSelf(full string) string {
+	if !strings.Contains(full, "/proc/") {
+		return full
+	}
+	p := cleanAbs(full)
+	var rest string
+	thread := false
+	switch {
+	case p == "/proc/self" || strings.HasPrefix(p, "/proc/self/"):
+		rest = p[len("/proc/self"):]
+	case p == "/proc/thread-self" || strings.HasPrefix(p, "/proc/thread-self/"):
+		rest, thread = p[len("/proc/thread-self"):], true
+	default:
+		return full
+	}
+	tgid, tid, ok := c.nsIDs()
+	if !ok {
+		return full // the broker's own view: it names nothing of the caller
+	}
+	if thread {
+		return "/proc/" + tgid + "/task/" + tid + rest
+	}
+	return "/proc/" + tgid + rest
+}
+
+// dotName reports whether the last component of full is ".", ".." or
+// none (the root): a directory, never a symlink, which the broker opens
+// whole.
+func dotName(full string) bool {
+	t := strings.TrimRight(full, "/")
+	i := strings.LastIndexByte(t, '/')
+	return t == "" || t[i+1:] == "." || t[i+1:] == ".."
+}
+
+// openDir opens the directory full names ("dir/.", "..", "/") in the
+// sandbox's view and decides on where it landed.
+func (b *Broker) openDir(c *call, op, full string, flags int) result {
+	root, err := c.rootFD()
+	if err != nil {
+		return fail(err)
+	}
+	fd, err := unix.Openat2(root, full, &unix.OpenHow{Flags: uint64(flags|unix.O_CLOEXEC) &^ unix.O_CREAT, Resolve: resolveFlags})
+	if err != nil {
+		return fail(err)
+	}
+	p, err := fdPath(fd)
+	if err != nil || !b.checkMode(op, p, flags&writeFlags == 0) {
+		unix.Close(fd)
+		return fail(unix.EACCES)
+	}
+	return result{fd: fd, cloexec: flags&unix.O_CLOEXEC != 0}
+}
+
+// nsIDs are the caller's process and thread ids in its own (innermost) pid
+// namespace: the last numbers of NStgid and NSpid in /proc/PID/status.
+func (c *call) nsIDs() (tgid, tid string, ok bool) {
+	data, err := readFile("/proc/" + strconv.Itoa(c.pid) + "/status")
+	if err != nil {
+		return "", "", false
+	}
+	last := func(key string) string {
+		i := bytes.Index(data, []byte("\n"+key+":\t"))
+		if i < 0 {
+			return ""
+		}
+		line := data[i+len(key)+3:]
+		if j := bytes.IndexByte(line, '\n'); j >= 0 {
+			line = line[:j]
+		}
+		f := bytes.Fields(line)
+		if len(f) == 0 {
+			return ""
+		}
+		return string(f[len(f)-1])
+	}
+	tgid, tid = last("NStgid"), last("NSpid")
+	return tgid, tid, tgid != "" && tid != ""
+}
+
+// openProc opens l's name with flags; under /proc without CAP_SYS_PTRACE
+// in effect (it stays permitted, and is raised again after), so the
+// kernel decides the caller's access to another process's entries as it
+// would for the caller.
+func openProc(l loc, flags int) (int, error) {
+	if !strings.HasPrefix(l.path, "/proc/") {
+		return unix.Openat(l.dir, l.name, flags, 0)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return -1, unix.EACCES
+	}
+	saved := data
+	data[0].Effective &^= 1 << unix.CAP_SYS_PTRACE
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return -1, unix.EACCES
+	}
+	fd, err := unix.Openat(l.dir, l.name, flags, 0)
+	// Should raising it again fail, the worker runs on without it: reading
+	// a non-dumpable caller then fails, closed.
+	_ = unix.Capset(&hdr, &saved[0])
+	return fd, err
+}
