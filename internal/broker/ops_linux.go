@@ -160,7 +160,7 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 			if !b.checkMode(op, l.path, read) {
 				return fail(unix.EACCES)
 			}
-			if gitLinkName(l.path) && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			if !read && gitLinkName(l.path) && st.Mode&unix.S_IFMT == unix.S_IFREG {
 				return b.openGitFile(c, op, l, flags, mode, true)
 			}
 			if st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == unix.Mkdev(5, 0) {
