@@ -86,23 +86,6 @@ func (b *Broker) check(op, p string) bool {
 	return true
 }
 
-// checkMode is check for a write and, for a read, refuses only what a deny
-// rule forbids.
-func (b *Broker) checkMode(op, p string, read bool) bool {
-	if !read {
-		return b.check(op, p)
-	}
-	rp, ok := b.policy.(ReadPolicy)
-	if !ok {
-		return b.check(op, p)
-	}
-	if rule := rp.RefuseRead(p); rule != "" {
-		b.deny(op, p, rule)
-		return false
-	}
-	return true
-}
-
 func dirfdArg(v uint64) int32 { return int32(v) }
 
 // --- open ----------------------------------------------------------------

@@ -16,6 +16,23 @@ import (
 // /proc at all (the broker keeps CAP_SYS_PTRACE to read its callers; a
 // /proc file opened with it would give the caller more than its own open).
 
+// checkMode is check for a write and, for a read, refuses only what a deny
+// rule forbids.
+func (b *Broker) checkMode(op, p string, read bool) bool {
+	if !read {
+		return b.check(op, p)
+	}
+	rp, ok := b.policy.(ReadPolicy)
+	if !ok {
+		return b.check(op, p)
+	}
+	if rule := rp.RefuseRead(p); rule != "" {
+		b.deny(op, p, rule)
+		return false
+	}
+	return true
+}
+
 // procSelf rewrites a path under /proc/self or /proc/thread-self to the
 // caller's own pid (and thread) as the sandbox numbers them.
 func (c *call) procSelf(full string) string {
