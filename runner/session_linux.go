@@ -37,6 +37,8 @@ type linuxSession struct {
 	devNullFD  int
 	oomFile    string // the cgroup file whose oom_kill counter types OOMs
 	pidsFile   string // the cgroup file whose "max" counter types pids_limit
+	// denials holds each running exec's refusals, from the broker.
+	denials execDenials
 	// run holds what the set-up steps built and their undo steps.
 	run *linuxRun
 	// reaper removes what the session leaves if this process is killed.
@@ -202,7 +204,7 @@ func (s *linuxSession) awaitReady(ctx context.Context, initErr *TailBuffer) erro
 	go func() {
 		// The init sends its seccomp listener first, then "R": the
 		// broker serves it before any command can run.
-		s.run.brk.serve(s.ctrl, newBrokerPolicy(s.eff), s.run.brokerCreds())
+		s.run.brk.serve(s.ctrl, sessionPolicy{newBrokerPolicy(s.eff), &s.denials}, s.run.brokerCreds())
 		if err := s.run.brk.err; err != nil {
 			ready <- err
 			return

@@ -94,6 +94,9 @@ type sessionExec struct {
 	oomStart int64
 	// pidsStart is the pids.events "max" counter when the exec started.
 	pidsStart int64
+	// statusIno is the status pipe's inode, by which the broker's
+	// refusals of this exec's processes are known (execDenials).
+	statusIno uint64
 }
 
 // newExec sends the EXEC request with the exec's stdio and status pipe.
@@ -167,6 +170,7 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 	}
 	child = append(child, statusW)
 	x.status = statusR
+	x.statusIno = s.denials.watch(statusR)
 	if s.oomFile != "" {
 		x.oomStart = counter(s.oomFile, "oom_kill")
 	}
@@ -375,6 +379,7 @@ func (x *sessionExec) drain(detach bool) {
 }
 
 func (x *sessionExec) close() {
+	x.s.denials.take(x.statusIno)
 	if x.status != nil {
 		x.status.Close()
 	}
@@ -404,6 +409,7 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 		}
 	}
 	oom := s.oomFile != "" && counter(s.oomFile, "oom_kill") > x.oomStart
+	refused := s.denials.take(x.statusIno)
 	switch {
 	case timedOut:
 		res.ExitCode = ExitTimeout
@@ -443,7 +449,7 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 		*res = Classify(*res, Outcome{ExitCode: res.ExitCode, Signal: res.Signal, Stderr: x.tail.String(), Cwd: cwd,
 			PidsLimited: s.pidsFile != "" && counter(s.pidsFile, "max") > x.pidsStart, PidsLimit: s.eff.Limits.Pids,
 			FileSizeLimit: s.eff.Limits.FileSize},
-			PolicyDenials(s.table, s.eff))
+			execDenialsExplainer(refused, s.table), readDenials(s.table, s.eff))
 	}
 }
 

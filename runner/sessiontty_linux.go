@@ -36,6 +36,7 @@ func (s *linuxSession) newTTYExec(x *sessionExec, req ExecRequest, cwd string, e
 		return nil, err
 	}
 	x.status = statusR
+	x.statusIno = s.denials.watch(statusR)
 	err = s.send(msg, []int{s.devNullFD, s.devNullFD, s.devNullFD, statusW, int(child.Fd())})
 	unix.Close(statusW)
 	child.Close()

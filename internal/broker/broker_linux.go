@@ -19,6 +19,7 @@ package broker
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,6 +50,9 @@ type Denial struct {
 	Path string
 	// Rule is the deny or protect entry that refused it.
 	Rule string
+	// Trackers are the pipes held by the caller's exec tracker (see
+	// Observer); only an Observer is given them.
+	Trackers []uint64
 }
 
 // Creds are the ids the broker acts with (root runs: the command's own;
@@ -77,7 +81,12 @@ type Broker struct {
 	wg   sync.WaitGroup
 	stop chan struct{}
 	tids []int // the workers' threads, under mu
+	// callers holds the pid each worker (by its index in tids) is
+	// performing a call for.
+	callers [workers]atomicInt32
 }
+
+type atomicInt32 = atomic.Int32
 
 // workers is how many calls are performed at once.
 const workers = 4
@@ -139,11 +148,18 @@ func (b *Broker) Denials() []Denial {
 }
 
 func (b *Broker) deny(op, path, rule string) {
+	b.denyFor(b.callerPid(), nil, op, path, rule)
+}
+
+// denyFor records a refusal of a call by pid (or, with trackers given, by
+// a process whose trackers were found earlier).
+func (b *Broker) denyFor(pid int, tr []uint64, op, path, rule string) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if len(b.denials) < 1000 {
 		b.denials = append(b.denials, Denial{Op: op, Path: path, Rule: rule})
 	}
+	b.mu.Unlock()
+	b.observe(Denial{Op: op, Path: path, Rule: rule, Trackers: tr}, pid)
 }
 
 // worker receives and performs calls on a thread of its own: its umask is
@@ -155,6 +171,7 @@ func (b *Broker) worker() {
 	defer b.wg.Done()
 	runtime.LockOSThread()
 	b.mu.Lock()
+	idx := len(b.tids)
 	b.tids = append(b.tids, unix.Gettid())
 	b.mu.Unlock()
 	ok := unix.Unshare(unix.CLONE_FS) == nil
@@ -191,6 +208,9 @@ func (b *Broker) worker() {
 		if !ok {
 			respond(b.fd, n.ID, 0, unix.EACCES)
 			continue
+		}
+		if idx < len(b.callers) {
+			b.callers[idx].Store(int32(n.Pid))
 		}
 		b.handle(n)
 	}

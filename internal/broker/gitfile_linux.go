@@ -63,6 +63,8 @@ type pendingGitFile struct {
 	path string // sandbox path
 	fd   int    // the broker's descriptor of the unnamed file
 	mode uint32
+	// trackers are the writer's exec trackers, for an Observer.
+	trackers []uint64
 }
 
 // gitFiles are the pending ".git" files; n is their count, read without
@@ -116,6 +118,9 @@ func (b *Broker) openGitFile(c *call, op string, l loc, flags int, mode uint32, 
 		return fail(err)
 	}
 	p := &pendingGitFile{op: op, name: l.name, path: l.path, fd: own, mode: mode & 0o777}
+	if _, obs := b.policy.(Observer); obs {
+		p.trackers = trackers(c.pid)
+	}
 	p.dir, _ = unix.Dup(l.dir)
 	p.root, _ = unix.Dup(root)
 	b.gitFiles.mu.Lock()
@@ -189,7 +194,11 @@ func gitFileComplete(data []byte) bool {
 
 func (b *Broker) publishGitFile(p *pendingGitFile, data []byte) {
 	if err := b.checkGitFile(p.root, p.path, data); err != nil {
-		b.deny(p.op, p.path, "protect (a .git file from the sandbox: "+err.Error()+")")
+		tr := p.trackers
+		if tr == nil {
+			tr = []uint64{}
+		}
+		b.denyFor(0, tr, p.op, p.path, "protect (a .git file from the sandbox: "+err.Error()+")")
 		return
 	}
 	_ = b.writeOwnCopy(p.dir, p.name, data, p.mode)

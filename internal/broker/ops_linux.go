@@ -45,6 +45,9 @@ func (b *Broker) handle(n *notif) {
 		r = fail(unix.ENOSYS)
 	} else {
 		r = sc.run(b, c, n.Args)
+		if r.errno == unix.EROFS && c.last != "" {
+			b.observe(Denial{Op: sc.name, Path: c.last, Rule: ReadOnly}, c.pid)
+		}
 		if r.errno == 0 && !valid(b.fd, n.ID) {
 			// Cannot happen for a live caller: it waits for this answer.
 			r = fail(unix.ESRCH)

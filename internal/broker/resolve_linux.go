@@ -16,6 +16,7 @@ type call struct {
 	pid  int
 	fds  []int
 	root int
+	last string // the sandbox path last resolved for this call
 }
 
 func (c *call) close() {
@@ -168,6 +169,7 @@ func (c *call) atFull(full string) (loc, error) {
 		return loc{}, unix.ENOENT
 	}
 	p := strings.TrimSuffix(dir, "/") + "/" + name
+	c.last = p
 	return loc{dir: fd, path: p, name: name}, nil
 }
 
@@ -195,6 +197,7 @@ func (c *call) follow(dirfd int32, path string, nofollow bool) (int, string, err
 	if err != nil {
 		return -1, "", err
 	}
+	c.last = p
 	return fd, p, nil
 }
 

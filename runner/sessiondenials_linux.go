@@ -1,0 +1,124 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/internal/broker"
+	"github.com/cordon-run/cordon/mounts"
+	"github.com/cordon-run/cordon/spec"
+)
+
+// A warm session types each exec's refusals from the broker's own record,
+// never from what the command printed: the broker tells the session of
+// each refusal with the pipes held by the caller's exec tracker (the shim
+// that runs one exec, a child of the sandbox's PID 1, which holds that
+// exec's status pipe until the command's whole tree has ended), and the
+// supervisor, which holds the other end of that pipe, knows its exec by
+// the pipe's inode.
+
+// maxExecDenials bounds what one exec's record holds.
+const maxExecDenials = 1000
+
+// execDenials collects the refusals of each running exec, by the inode of
+// its status pipe.
+type execDenials struct {
+	mu sync.Mutex
+	by map[uint64][]broker.Denial
+}
+
+// watch starts collecting for the exec whose status pipe is f.
+func (w *execDenials) watch(f *os.File) uint64 {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.by == nil {
+		w.by = map[uint64][]broker.Denial{}
+	}
+	w.by[st.Ino] = []broker.Denial{}
+	return st.Ino
+}
+
+// take stops collecting for the exec and returns what it collected.
+func (w *execDenials) take(ino uint64) []broker.Denial {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.by[ino]
+	delete(w.by, ino)
+	return d
+}
+
+// Denied implements broker.Observer's part for sessionPolicy.
+func (w *execDenials) Denied(d broker.Denial) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ino := range d.Trackers {
+		if l, ok := w.by[ino]; ok && len(l) < maxExecDenials {
+			w.by[ino] = append(l, d)
+			return
+		}
+	}
+}
+
+// sessionPolicy is a session's broker policy: brokerPolicy's rules, and
+// the record of each exec's refusals.
+type sessionPolicy struct {
+	brokerPolicy
+	w *execDenials
+}
+
+// Denied implements broker.Observer.
+func (p sessionPolicy) Denied(d broker.Denial) { p.w.Denied(d) }
+
+// execDenialsExplainer explains an exec's failure by the broker's record
+// of its own refusals: a protect or deny rule's, or a read-only mount's
+// (whose description the mount table gives).
+func execDenialsExplainer(d []broker.Denial, table *mounts.Table) Explainer {
+	return func(o Outcome, res *Result) bool {
+		if len(d) == 0 {
+			return false
+		}
+		var rules []broker.Denial
+		for _, x := range d {
+			if x.Rule != broker.ReadOnly {
+				rules = append(rules, x)
+			}
+		}
+		if len(rules) > 0 {
+			return brokerDenials(rules)(o, res)
+		}
+		first := d[0]
+		detail := fmt.Sprintf("%s of %s was refused: a read-only file system", first.Op, first.Path)
+		if table != nil {
+			if err := table.Check(first.Path, true); err != nil {
+				detail = fmt.Sprintf("%s of %s was refused: %v", first.Op, first.Path, err)
+			}
+		}
+		*res = Denied(*res, Denial{Path: first.Path, Detail: detail})
+		return true
+	}
+}
+
+// readDenials explains a failure by the stderr lines about reading only
+// (and about the network): a read of a denied path fails in the kernel,
+// through a mount, and never reaches the broker. A line about writing is
+// never believed: the broker's record says what it refused.
+func readDenials(p Policy, sb *spec.Sandbox) Explainer {
+	return func(o Outcome, res *Result) bool {
+		var keep []string
+		for _, line := range strings.Split(o.Stderr, "\n") {
+			if isReadLine(line) || lineKind(strings.ToLower(line)) == errNone {
+				keep = append(keep, line)
+			}
+		}
+		o.Stderr = strings.Join(keep, "\n")
+		return PolicyDenials(p, sb)(o, res)
+	}
+}
