@@ -269,19 +269,28 @@ static void refuse(const char *msg, int with_usage)
 }
 
 // report_arg finds --report's value before the flags are parsed, so that a
-// refused flag still writes the report.
+// refused flag still writes the report. It stops where the parser stops:
+// at "--" or at the command (the second word that is not a flag or a
+// flag's value), so a command's own "--report X" is never cordon's.
 static const char *report_arg(int argc, char **argv)
 {
 	const char *r = NULL;
+	int words = 0;
 	for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
 		const char *a = argv[i];
 		const char *f = a[0] == '-' && a[1] == '-' ? a + 2 : a[0] == '-' ? a + 1 : NULL;
-		if (!f || strncmp(f, "report", 6) != 0)
+		if (!f) {
+			if (words++ > 0)
+				break; // the command, without "--"
 			continue;
-		if (f[6] == '=')
+		}
+		if (strncmp(f, "report=", 7) == 0)
 			r = f + 7;
-		else if (f[6] == '\0' && i + 1 < argc)
-			r = argv[++i];
+		else if ((strcmp(f, "report") == 0 || strcmp(f, "timeout") == 0 || strcmp(f, "cwd") == 0) && i + 1 < argc) {
+			if (f[0] == 'r')
+				r = argv[i + 1];
+			i++;
+		}
 	}
 	return r;
 }

@@ -161,6 +161,7 @@ func TestExecFastPathMatchesFullClient(t *testing.T) {
 					t.Errorf("%s: the fast path and the full client differ:\nfast %+v\nfull %+v", tc.name, fast, full)
 				}
 			}
+			checkFastReports(t, u, name)
 			if r := u.run(t, "", "session", "stop", name); r.code != 0 {
 				t.Fatalf("stop: %d %s", r.code, r.stderr)
 			}
@@ -169,6 +170,47 @@ func TestExecFastPathMatchesFullClient(t *testing.T) {
 				t.Fatalf("exec after stop:\nfast %+v\nfull %+v", fast, full)
 			}
 		})
+	}
+}
+
+// checkFastReports: --report and --json give the same report through both
+// clients (the fields that do not vary between two runs), a report is
+// written for a session that is gone, and a command's own "--report X"
+// (after the command, with no "--") is not cordon's.
+func checkFastReports(t *testing.T, u sessionUser, name string) {
+	t.Helper()
+	reports := map[string]map[string]any{}
+	for _, client := range []struct {
+		name string
+		env  []string
+	}{{"fast", nil}, {"full", fullClientEnv()}} {
+		for _, tc := range []struct {
+			session string
+			code    int
+			typ     string
+		}{{name, 3, "process_error"}, {"cordon-no-such-session", 125, "session_gone"}} {
+			rep := filepath.Join(u.ws, client.name+"-"+tc.session+".json")
+			r := runExecCmd(t, u.execCmd("", client.env, "exec", tc.session, "--json", "--report", rep, "--", "sh", "-c", "exit 3"))
+			got := readReportMap(t, rep)
+			if r.code != tc.code || got["exit_code"] != float64(tc.code) || got["failure_type"] != tc.typ ||
+				!strings.Contains(r.stderr, `"failure_type": "`+tc.typ+`"`) {
+				t.Errorf("%s client, session %s: exit %d, report %v, stderr %s", client.name, tc.session, r.code, got, r.stderr)
+			}
+			reports[client.name+tc.session] = got
+		}
+		r := runExecCmd(t, u.execCmd("", client.env, "exec", name, "echo", "--report", "cmd-report.json"))
+		if r.code != 0 || r.stdout != "--report cmd-report.json\n" || fileExists(filepath.Join(u.ws, "cmd-report.json")) {
+			t.Errorf("%s client: a command's own --report: exit %d stdout %q, file made: %v", client.name, r.code, r.stdout,
+				fileExists(filepath.Join(u.ws, "cmd-report.json")))
+		}
+	}
+	for _, session := range []string{name, "cordon-no-such-session"} {
+		fast, full := reports["fast"+session], reports["full"+session]
+		for _, k := range []string{"exit_code", "failure_type", "failure_detail", "backend"} {
+			if fmt.Sprint(fast[k]) != fmt.Sprint(full[k]) {
+				t.Errorf("session %s: the reports differ in %s: fast %v, full %v", session, k, fast[k], full[k])
+			}
+		}
 	}
 }
 
