@@ -103,9 +103,16 @@ type linuxRun struct {
 	events         *eventWatch
 	stdout, stderr *CappedWriter
 	tail           *TailBuffer
-	// guard enforces the network allow list, when there is one.
+	// guard enforces the network allow list, when there is one;
+	// netReady brings it from prepareNetwork to network, netRules is the
+	// list.
 	guard     *netguard.Guard
+	netReady  chan preparedGuard
+	netRules  []netguard.Rule
 	netEvents *eventLog
+	// netPremade: cordon made the sandbox's network namespace, and the
+	// guard's device in it, before the init joined it.
+	netPremade bool
 	// brk brings the seccomp listener to the broker and serves it.
 	brk *brokerLink
 }

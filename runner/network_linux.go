@@ -2,35 +2,37 @@ package runner
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon/internal/netguard"
 	"github.com/cordon-run/cordon/spec"
 )
 
-// network starts the network guard of a sandbox with an allow list: a tun
-// device in the sandbox's network namespace, made before the command
-// starts, and cordon's own TCP/IP stack over it (package netguard).
-func (run *linuxRun) network() error {
+// prepareNetwork starts the network guard of a sandbox with an allow list
+// while the sandbox is made, so that it adds as little as possible to the
+// start of a run: the guard's policy and stack (package netguard) need no
+// sandbox, and as root cordon makes the sandbox's network namespace
+// itself, for the sandbox to join, and its tun device and sockets in it
+// meanwhile. Rootless, the namespace belongs to the sandbox's user
+// namespace, which exists only once the init does: network makes the
+// device then. Either way the command starts only after network has the
+// guard attached (see network). A list that does not parse fails the run
+// here, before anything starts.
+func (run *linuxRun) prepareNetwork() error {
 	if run.eff == nil || !run.eff.Network.Enabled || len(run.eff.Network.Allow) == 0 {
 		return nil
-	}
-	pid, err := run.lp.Pid()
-	if err != nil {
-		return fmt.Errorf("network allow list: the sandbox's init: %w", err)
 	}
 	rules, err := netguard.ParseRules(run.eff.Network.Allow)
 	if err != nil {
 		return fmt.Errorf("network allow list: %w", err)
 	}
-	dev, err := netguard.TunFor(pid, netguard.LoopbackResolvers("/etc/resolv.conf"), netguard.LoopbackForwards(rules))
-	if err != nil {
-		return fmt.Errorf("network allow list: %w", err)
-	}
+	run.netRules = rules
 	run.netEvents = &eventLog{}
 	cfg := netguard.Config{Allow: run.eff.Network.Allow, Resolver: run.r.resolver, OnEvent: run.netEvents.add}
 	if run.eff.System.Kind == spec.SystemHost {
@@ -39,12 +41,87 @@ func (run *linuxRun) network() error {
 		// not trusted to pin anything.
 		cfg.HostsFile = "/etc/hosts"
 	}
-	g, err := netguard.Start(dev, cfg)
-	if err != nil {
-		return fmt.Errorf("network allow list: %w", err)
+	var netns *os.File
+	if !run.r.rootless && !run.config.Namespaces.Contains(configs.NEWUSER) && run.config.Namespaces.Contains(configs.NEWNET) &&
+		run.config.Namespaces.PathOf(configs.NEWNET) == "" {
+		if netns, err = netguard.NewNamespace(); err != nil {
+			return fmt.Errorf("network allow list: %w", err)
+		}
+		run.onEnd(func() { netns.Close() })
+		// The init joins it (nsexec opens the path while cordon
+		// holds the descriptor) instead of making one.
+		run.config.Namespaces.Remove(configs.NEWNET)
+		run.config.Namespaces.Add(configs.NEWNET, fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), netns.Fd()))
+		run.netPremade = true
 	}
-	run.guard = g
-	run.onEnd(func() { g.Close() })
+	ready := make(chan preparedGuard, 1)
+	go func() {
+		g, err := netguard.New(cfg)
+		if err != nil || netns == nil {
+			ready <- preparedGuard{g: g, err: err}
+			return
+		}
+		dev, err := netguard.TunIn(netns, netguard.LoopbackResolvers("/etc/resolv.conf"), netguard.LoopbackForwards(rules))
+		if err == nil {
+			err = g.Attach(dev)
+		}
+		ready <- preparedGuard{g: g, err: err, attached: err == nil}
+	}()
+	run.netReady = ready
+	// A run that ends before network took the guard closes it.
+	run.onEnd(func() {
+		if run.netReady != nil {
+			if p := <-run.netReady; p.attached {
+				p.g.Close()
+			}
+		}
+	})
+	return nil
+}
+
+// preparedGuard is what prepareNetwork's goroutine made: the guard, and
+// whether it has its device already.
+type preparedGuard struct {
+	g        *netguard.Guard
+	err      error
+	attached bool
+}
+
+// network has the network guard of a sandbox with an allow list attached
+// to its tun device before the command starts (the device, its routes and
+// the DNS sockets exist in the sandbox's network namespace, and the
+// guard's stack reads the device), so every packet the command sends is
+// the guard's from the first. Rootless, it makes the device now (see
+// prepareNetwork).
+func (run *linuxRun) network() error {
+	if run.netReady == nil {
+		return nil
+	}
+	var dev *netguard.Device
+	if !run.netPremade {
+		pid, err := run.lp.Pid()
+		if err != nil {
+			return fmt.Errorf("network allow list: the sandbox's init: %w", err)
+		}
+		if dev, err = netguard.TunFor(pid, netguard.LoopbackResolvers("/etc/resolv.conf"), netguard.LoopbackForwards(run.netRules)); err != nil {
+			return fmt.Errorf("network allow list: %w", err)
+		}
+	}
+	p := <-run.netReady
+	run.netReady = nil
+	if p.err != nil {
+		if dev != nil {
+			dev.Close()
+		}
+		return fmt.Errorf("network allow list: %w", p.err)
+	}
+	if !p.attached {
+		if err := p.g.Attach(dev); err != nil {
+			return fmt.Errorf("network allow list: %w", err)
+		}
+	}
+	run.guard = p.g
+	run.onEnd(func() { p.g.Close() })
 	return nil
 }
 

@@ -38,6 +38,7 @@ var setupSteps = []setupStep{
 	{"cgroup", (*linuxRun).delegatedCgroup},
 	{"record", (*linuxRun).recordRun},
 	{"config", (*linuxRun).libcontainerConfig},
+	{"network stack", (*linuxRun).prepareNetwork},
 	{"seccomp", (*linuxRun).seccomp},
 	{"create", (*linuxRun).create},
 	{"process", (*linuxRun).process},

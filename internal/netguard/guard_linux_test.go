@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cordon-run/cordon/internal/netguard/nettest"
 )
 
@@ -543,5 +545,89 @@ print(b.decode())`, port))
 	}
 	if !found {
 		t.Fatalf("no forwarded connection among %+v", s.events())
+	}
+}
+
+// TestNamespaceMadeAheadCarriesTheGuard: a network namespace NewNamespace
+// makes (root, for a sandbox to join) is not cordon's own, gets its
+// device and sockets from TunIn, and a program that joins it afterwards
+// reaches only what the guard allows. When the guard closes, the device
+// is left to the namespace (persistent, no longer read), so nothing the
+// namespace sends goes anywhere, and the host has no such device.
+func TestNamespaceMadeAheadCarriesTheGuard(t *testing.T) {
+	h := nettest.NewHost(t, "allowed.test", "other.test")
+	if h.NS == "" {
+		t.Skip("needs root")
+	}
+	ns, err := NewNamespace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	var mine, made unix.Stat_t
+	if err := unix.Stat("/proc/thread-self/ns/net", &mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fstat(int(ns.Fd()), &made); err != nil {
+		t.Fatal(err)
+	}
+	if mine.Ino == made.Ino {
+		t.Fatal("NewNamespace returned cordon's own network namespace")
+	}
+	dev, err := TunIn(ns, LoopbackResolvers("/nonexistent"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !dev.EndsWithNamespace {
+		t.Error("TunIn's device is not left to its namespace")
+	}
+	var events []Event
+	var mu sync.Mutex
+	g, err := Start(dev, Config{Allow: []string{"allowed.test:80"}, Resolver: h.DNS, OnEvent: func(e Event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A program joins the namespace as a sandbox's init would (nsenter
+	// by the path cordon hands libcontainer).
+	inNS := func(args ...string) *exec.Cmd {
+		return exec.Command("nsenter", append([]string{"--net=" + fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), ns.Fd())}, args...)...)
+	}
+	out, err := inNS("curl", "-sS", "--max-time", "20", "http://allowed.test/").CombinedOutput()
+	if err != nil || string(out) != h.Body {
+		g.Close()
+		t.Fatalf("curl in the namespace: %q, %v", out, err)
+	}
+	out, err = inNS("curl", "-sS", "--max-time", "20", "http://other.test/").CombinedOutput()
+	if err == nil {
+		g.Close()
+		t.Fatalf("curl of a name not in the list: %q", out)
+	}
+	g.Close()
+	mu.Lock()
+	var refused bool
+	for _, e := range events {
+		refused = refused || e.Decision == Deny && e.Reason == ReasonDNSRefused && strings.Contains(e.Detail, "other.test")
+	}
+	mu.Unlock()
+	if !refused {
+		t.Errorf("no refusal of other.test among %+v", events)
+	}
+	if h.Saw("other.test") {
+		t.Error("the test host was asked for other.test")
+	}
+	out, err = inNS("ip", "-d", "link", "show", TunName).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "persist on") {
+		t.Errorf("after Close the namespace's %s: %q, %v; want it left there, persistent", TunName, out, err)
+	}
+	out, err = inNS("curl", "-sS", "--max-time", "3", fmt.Sprintf("http://%s/", h.Addr)).CombinedOutput()
+	if err == nil {
+		t.Errorf("after Close a connection from the namespace got %q", out)
+	}
+	if err := exec.Command("ip", "link", "show", TunName).Run(); err == nil {
+		t.Errorf("the host has a device %s", TunName)
 	}
 }

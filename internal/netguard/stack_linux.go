@@ -2,6 +2,7 @@ package netguard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/link/fdbased"
@@ -35,10 +37,13 @@ const tcpBuffer = 1 << 20
 // Guard is a running userspace stack over one sandbox's tun device.
 type Guard struct {
 	*policy
-	tun    *os.File
-	stack  *stack.Stack
-	link   stack.LinkEndpoint
-	filter *icmpFilter
+	tun *os.File
+	// leaveTun: Close leaves the device to its namespace's end (see
+	// Device.EndsWithNamespace).
+	leaveTun bool
+	stack    *stack.Stack
+	link     stack.LinkEndpoint
+	filter   *icmpFilter
 
 	closeOnce sync.Once
 	conns     sync.WaitGroup
@@ -101,35 +106,45 @@ func (g *Guard) tooMany(proto string, dst netip.Addr, port uint16) {
 }
 
 // Start runs the guard over dev, a sandbox's tun device (IFF_TUN,
-// IFF_NO_PI) and loopback DNS sockets. The guard owns dev from then on,
-// and closes it in Close.
+// IFF_NO_PI) and loopback DNS sockets: New, then Attach. The guard owns
+// dev from then on, and closes it in Close.
 func Start(dev *Device, cfg Config) (*Guard, error) {
-	p, err := newPolicy(cfg)
+	g, err := New(cfg)
 	if err != nil {
 		dev.Close()
 		return nil, err
 	}
-	g := &Guard{policy: p, tun: dev.Tun, open: map[net.Conn]struct{}{}}
-	g.ctx, g.cancel = context.WithCancel(context.Background())
-	if err := g.build(); err != nil {
-		dev.Close()
-		return nil, err
-	}
-	if err := g.serveDNSFiles(dev.DNS); err != nil {
-		for _, f := range dev.Forward {
-			f.Close()
-		}
-		g.Close()
-		return nil, err
-	}
-	if err := g.serveForwards(dev.Forward); err != nil {
-		g.Close()
+	if err := g.Attach(dev); err != nil {
 		return nil, err
 	}
 	return g, nil
 }
 
-func (g *Guard) build() error {
+// New makes a guard's policy and its stack, which has no device yet and
+// so sees no packet until Attach. It is the part of Start that needs no
+// sandbox: a caller may make it while the sandbox is being made. A guard
+// that is never attached needs no Close.
+func New(cfg Config) (*Guard, error) {
+	p, err := newPolicy(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g := &Guard{policy: p, open: map[net.Conn]struct{}{}}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	g.build()
+	return g, nil
+}
+
+// Attach gives the guard its device and serves it: from then on every
+// packet of the tun device reaches the stack, and every DNS socket and
+// loopback listener is answered. The guard owns dev, and closes it in
+// Close (also when Attach fails, which closes the guard).
+func (g *Guard) Attach(dev *Device) error {
+	if g.tun != nil {
+		dev.Close()
+		return errors.New("netguard: the guard has a device already")
+	}
+	g.tun, g.leaveTun = dev.Tun, dev.EndsWithNamespace
 	link, err := fdbased.New(&fdbased.Options{
 		FDs: []int{int(g.tun.Fd())},
 		MTU: MTU,
@@ -138,29 +153,52 @@ func (g *Guard) build() error {
 		PacketDispatchMode: fdbased.Readv,
 	})
 	if err != nil {
+		dev.Close()
+		g.tun = nil
+		g.Close()
 		return fmt.Errorf("netguard: tun endpoint: %w", err)
 	}
 	filter := &icmpFilter{p: g.policy}
 	filter.Init(link, filter)
-	g.filter = filter
-	s := stack.New(stack.Options{
-		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol},
-		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol},
-		HandleLocal:        false,
-	})
-	g.stack, g.link = s, link
+	g.filter, g.link = filter, link
+	s := g.stack
 	if terr := s.CreateNICWithOptions(nicID, filter, stack.NICOptions{}); terr != nil {
-		s.Close()
+		dev.closeSockets()
+		g.Close()
 		return fmt.Errorf("netguard: NIC: %s", terr)
 	}
 	// Every destination is "local" to the stack, so that it terminates
 	// every connection and the guard decides each one.
 	for _, f := range []func(tcpip.NICID, bool) tcpip.Error{s.SetPromiscuousMode, s.SetSpoofing} {
 		if terr := f(nicID, true); terr != nil {
-			s.Close()
+			dev.closeSockets()
+			g.Close()
 			return fmt.Errorf("netguard: NIC mode: %s", terr)
 		}
 	}
+	if err := g.serveDNSFiles(dev.DNS); err != nil {
+		for _, f := range dev.Forward {
+			f.Close()
+		}
+		g.Close()
+		return err
+	}
+	if err := g.serveForwards(dev.Forward); err != nil {
+		g.Close()
+		return err
+	}
+	return nil
+}
+
+// build makes the stack: its protocols, options, routes and handlers; the
+// NIC is Attach's.
+func (g *Guard) build() {
+	s := stack.New(stack.Options{
+		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol},
+		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol},
+		HandleLocal:        false,
+	})
+	g.stack = s
 	s.SetRouteTable([]tcpip.Route{
 		{Destination: header.IPv4EmptySubnet, NIC: nicID},
 		{Destination: header.IPv6EmptySubnet, NIC: nicID},
@@ -187,17 +225,19 @@ func (g *Guard) build() error {
 		// Not handled: the stack answers ICMP port unreachable at once.
 		return false
 	})
-	return nil
 }
 
 // Close stops the stack, cuts the connections in flight, waits until each
-// has recorded its event, and closes the tun device (in the background).
+// has recorded its event, and closes the tun device (see
+// Device.EndsWithNamespace).
 func (g *Guard) Close() error {
 	g.closeOnce.Do(func() {
 		// First no packet reaches the stack: no new connection, query
 		// or decision starts (and none adds to conns while it is
 		// waited for).
-		g.filter.stop()
+		if g.filter != nil {
+			g.filter.stop()
+		}
 		g.cancel()
 		g.stack.Close()
 		g.mu.Lock()
@@ -212,9 +252,22 @@ func (g *Guard) Close() error {
 		g.conns.Wait()
 		g.stack.Wait()
 		g.Flush()
+		if g.tun == nil {
+			return
+		}
 		// Closing the last descriptor of a tun device unregisters it,
-		// which waits for RCU grace periods (tens of milliseconds); the
-		// stack is done with it, so the caller need not wait.
+		// which waits for RCU grace periods (about 10 ms), and so does
+		// the exit of a process that holds it. A device whose namespace
+		// ends with the sandbox is made persistent first: closing it
+		// then only detaches it, and the kernel deletes it with the
+		// namespace, in the background. Elsewhere the stack is done
+		// with it, so the caller need not wait.
+		if g.leaveTun {
+			if err := unix.IoctlSetInt(int(g.tun.Fd()), unix.TUNSETPERSIST, 1); err == nil {
+				g.tun.Close()
+				return
+			}
+		}
 		go g.tun.Close()
 	})
 	return nil

@@ -35,11 +35,24 @@ type Device struct {
 	// allow list names (127.0.0.1:5432, localhost:3000): what connects
 	// there is forwarded to the same address and port of the host.
 	Forward []*os.File
+	// EndsWithNamespace says the device's network namespace is a
+	// sandbox's, which ends with the sandbox: the guard's Close then
+	// leaves the device to the kernel, which deletes it with the
+	// namespace in the background. Closing the last descriptor of a
+	// device that is not persistent unregisters it at once, which waits
+	// for RCU grace periods: about 10 ms that the exit of cordon's
+	// process waited for, whichever goroutine closed it.
+	EndsWithNamespace bool
 }
 
 // Close closes every descriptor of d.
 func (d *Device) Close() {
 	d.Tun.Close()
+	d.closeSockets()
+}
+
+// closeSockets closes the DNS sockets and loopback listeners of d.
+func (d *Device) closeSockets() {
 	for _, f := range append(d.DNS, d.Forward...) {
 		f.Close()
 	}

@@ -21,6 +21,8 @@ const HelperArg = "cordon-net-helper"
 // When the namespace belongs to the caller's own user
 // namespace (root without a user namespace) a locked thread joins it;
 // otherwise a helper does, re-executed from this binary (see HelperMain).
+// The namespace is the sandbox's and ends with it (see
+// Device.EndsWithNamespace).
 func TunFor(pid int, dns []netip.Addr, fwd []netip.AddrPort) (*Device, error) {
 	userns, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/user")
 	if err != nil {
@@ -39,10 +41,74 @@ func TunFor(pid int, dns []netip.Addr, fwd []netip.AddrPort) (*Device, error) {
 	if err := unix.Stat("/proc/self/ns/user", &b); err != nil {
 		return nil, fmt.Errorf("cordon's user namespace: %w", err)
 	}
+	var dev *Device
 	if a.Ino == b.Ino && a.Dev == b.Dev {
-		return tunInThread(netns, dns, fwd)
+		dev, err = tunInThread(netns, dns, fwd)
+	} else {
+		dev, err = tunByHelper(userns, netns, dns, fwd)
 	}
-	return tunByHelper(userns, netns, dns, fwd)
+	if err != nil {
+		return nil, err
+	}
+	dev.EndsWithNamespace = true
+	return dev, nil
+}
+
+// NewNamespace makes a network namespace for a sandbox to join (root
+// without a user namespace: the namespace belongs to cordon's user
+// namespace, as one the sandbox's init made would): a locked thread
+// unshares one and returns to its own. The caller holds the namespace
+// open until the sandbox has joined it, and makes its device with TunIn
+// meanwhile.
+func NewNamespace() (*os.File, error) {
+	type result struct {
+		ns  *os.File
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		self, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: fmt.Errorf("cordon's network namespace: %w", err)}
+			return
+		}
+		defer self.Close()
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: fmt.Errorf("new network namespace: %w", err)}
+			return
+		}
+		ns, err := os.Open("/proc/thread-self/ns/net")
+		if rerr := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); rerr != nil {
+			// The thread stays locked: the runtime ends it.
+			if ns != nil {
+				ns.Close()
+			}
+			ch <- result{err: fmt.Errorf("return to cordon's network namespace: %w", rerr)}
+			return
+		}
+		runtime.UnlockOSThread()
+		if err != nil {
+			err = fmt.Errorf("new network namespace: %w", err)
+		}
+		ch <- result{ns, err}
+	}()
+	r := <-ch
+	return r.ns, r.err
+}
+
+// TunIn makes the Device (see MakeTun) in netns, a sandbox's network
+// namespace that belongs to cordon's own user namespace (see
+// NewNamespace) and ends with the sandbox (see Device.EndsWithNamespace).
+func TunIn(netns *os.File, dns []netip.Addr, fwd []netip.AddrPort) (*Device, error) {
+	dev, err := tunInThread(netns, dns, fwd)
+	if err != nil {
+		return nil, err
+	}
+	dev.EndsWithNamespace = true
+	return dev, nil
 }
 
 // tunInThread joins netns on a locked thread, makes the tun device there
