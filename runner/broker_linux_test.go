@@ -401,3 +401,55 @@ cat lib/.git; git -C lib status --short | wc -l; git commit -q -m sub; echo ok`
 		t.Fatalf("a submodule in the sandbox: %+v %q %s", out.res, out.stdout, out.stderr)
 	}
 }
+
+// TestIntegrationBrokerGitIncludes is the security property "what a
+// protected git config includes is protected too": with the default
+// protect list, a file .git/config pulls in (include.path, includeIf),
+// existing or not, can be read but not written, created or replaced, and
+// the host's next git runs nothing planted.
+func TestIntegrationBrokerGitIncludes(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	sb := newSandbox(t)
+	defaultProtect(sb)
+	ws := sb.Root
+	if b, err := exec.Command("git", "init", "-q", "-b", "main", ws).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, b)
+	}
+	f, err := os.OpenFile(filepath.Join(ws, ".git/config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.WriteString("[include]\n\tpath = ../team.gitconfig\n[includeIf \"onbranch:main\"]\n\tpath = local.inc\n")
+	f.Close()
+	team := filepath.Join(ws, "team.gitconfig")
+	if err := os.WriteFile(team, []byte("[user]\n\tname = team\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(t.TempDir(), "pwned")
+	plant := "printf '[core]\\n\\tfsmonitor = touch " + mark + "\\n'"
+	if out := run(t, sb, "", sh("cat team.gitconfig")...); out.res.ExitCode != 0 || !strings.Contains(out.stdout, "team") {
+		t.Fatalf("reading the include: %+v %q", out.res, out.stdout)
+	}
+	for _, tc := range []struct{ script, blocked string }{
+		{plant + " >> team.gitconfig", "team.gitconfig"},
+		{plant + " > t && mv t team.gitconfig", "team.gitconfig"},
+		{"rm team.gitconfig", "team.gitconfig"},
+		{plant + " > .git/local.inc", ".git/local.inc"},
+	} {
+		out := run(t, sb, "", sh(tc.script)...)
+		if out.res.FailureType != runner.FailureSandboxDenied || out.res.BlockedPath != filepath.Join(ws, tc.blocked) {
+			t.Errorf("%s: want sandbox_denied on %s, got %+v %s", tc.script, tc.blocked, out.res, out.stderr)
+		}
+		_ = os.Remove(filepath.Join(ws, "t"))
+	}
+	mustNotExist(t, filepath.Join(ws, ".git/local.inc"))
+	if b, err := os.ReadFile(team); err != nil || string(b) != "[user]\n\tname = team\n" {
+		t.Fatalf("the include changed: %q %v", b, err)
+	}
+	cmd := exec.Command("git", "status")
+	cmd.Dir = ws
+	_ = cmd.Run()
+	mustNotExist(t, mark)
+}

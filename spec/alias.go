@@ -43,6 +43,11 @@ func WithAliases(sb *Sandbox) *Sandbox {
 	}
 	c.Deny = appendAliases(c.Deny, sb.Deny, zones)
 	c.Protect = appendAliases(c.Protect, sb.Protect, zones)
+	// What the protected git configs include is protected too (see
+	// gitinclude.go).
+	if inc := gitIncludes(sb); len(inc) > 0 {
+		c.Protect = appendAliases(append(c.Protect, inc...), inc, zones)
+	}
 	// The host's secrets are host paths, never sandbox paths: only the
 	// zones that show them add an alias (system: host masks the
 	// secrets at their own path already).

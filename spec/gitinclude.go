@@ -1,0 +1,180 @@
+package spec
+
+import (
+	"bufio"
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// A protected git config can pull in other files (include.path,
+// includeIf.<condition>.path): git reads them as part of the config, so a
+// core.fsmonitor or an alias planted in one runs as if it were in the
+// config itself. Each file a protected config that exists when the sandbox
+// is built includes, directly or through another included file, is
+// protected too when it lies where the sandbox can write (the workspace or
+// a read-write mount): writes refused, reads allowed. Protect patterns are
+// not walked for this (a walk of every .git below the workspace on every
+// run); the configs read are the literal protect entries named config or
+// config.worktree, and the submodule and worktree configs below a
+// protected .git/config's directory (.git/modules/**/config,
+// .git/worktrees/*/config.worktree).
+
+// maxGitIncludes bounds the files followed from one sandbox's configs.
+const maxGitIncludes = 256
+
+// gitIncludes returns the files sb's protected git configs include that
+// lie where the sandbox can write and are not protected already.
+func gitIncludes(sb *Sandbox) []string {
+	var configs []string
+	for _, p := range sb.Protect {
+		if IsPattern(p) || !filepath.IsAbs(p) {
+			continue
+		}
+		switch filepath.Base(p) {
+		case "config", "config.worktree":
+			configs = append(configs, p)
+			if filepath.Base(p) == "config" && filepath.Base(filepath.Dir(p)) == ".git" {
+				configs = append(configs, gitSubConfigs(filepath.Dir(p))...)
+			}
+		}
+	}
+	var out []string
+	seen := map[string]bool{}
+	queue := slices.Clone(configs)
+	for len(queue) > 0 && len(seen) < maxGitIncludes {
+		cfg := queue[0]
+		queue = queue[1:]
+		if seen[cfg] {
+			continue
+		}
+		seen[cfg] = true
+		for _, inc := range includesOf(cfg) {
+			if seen[inc] || slices.Contains(out, inc) {
+				continue
+			}
+			if sandboxWritable(sb, inc) && !protectedBy(sb.Protect, inc) {
+				out = append(out, inc)
+			}
+			queue = append(queue, inc)
+		}
+	}
+	return out
+}
+
+// gitSubConfigs lists the configs of submodules and linked worktrees kept
+// in the gitdir dir.
+func gitSubConfigs(dir string) []string {
+	var out []string
+	n := 0
+	_ = filepath.WalkDir(filepath.Join(dir, "modules"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if n++; n > 10000 {
+			return fs.SkipAll
+		}
+		if d.Type().IsRegular() && (d.Name() == "config" || d.Name() == "config.worktree") {
+			out = append(out, p)
+		}
+		if d.IsDir() && (d.Name() == "objects" || d.Name() == "refs" || d.Name() == "logs") {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	if m, err := filepath.Glob(filepath.Join(dir, "worktrees", "*", "config.worktree")); err == nil {
+		out = append(out, m...)
+	}
+	return out
+}
+
+// includesOf returns the absolute paths the git config file cfg includes
+// (every include.path and includeIf.*.path, whatever the condition).
+func includesOf(cfg string) []string {
+	data, err := os.ReadFile(cfg)
+	if err != nil || len(data) > 1<<20 {
+		return nil
+	}
+	var out []string
+	section := ""
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if line[0] == '[' {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				continue
+			}
+			h := strings.TrimSpace(line[1:end])
+			name, _, _ := strings.Cut(h, " ")
+			section = strings.ToLower(name)
+			rest := strings.TrimSpace(line[end+1:])
+			if rest == "" {
+				continue
+			}
+			line = rest // "[include] path = x" on one line
+		}
+		if section != "include" && section != "includeif" {
+			continue
+		}
+		key, val, ok := strings.Cut(line, "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(key), "path") {
+			continue
+		}
+		val = strings.TrimSpace(val)
+		if q, ok := strings.CutPrefix(val, "\""); ok {
+			val, _, _ = strings.Cut(q, "\"")
+		} else if i := strings.IndexAny(val, "#;"); i >= 0 {
+			val = strings.TrimSpace(val[:i])
+		}
+		if val == "" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(val, "~/"); ok {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				continue
+			}
+			val = filepath.Join(home, rest)
+		}
+		if !filepath.IsAbs(val) {
+			val = filepath.Join(filepath.Dir(cfg), val)
+		}
+		out = append(out, filepath.Clean(val))
+	}
+	return out
+}
+
+// sandboxWritable reports whether p lies in the workspace or a mount the
+// sandbox may write.
+func sandboxWritable(sb *Sandbox, p string) bool {
+	if sb.Root != "" && !sb.Readonly && within(p, sb.Root) {
+		return true
+	}
+	for _, m := range sb.Mounts {
+		t := m.Target
+		if t == "" {
+			t = m.Source
+		}
+		if !m.Readonly && within(p, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// protectedBy reports whether a literal entry of protect covers p.
+func protectedBy(protect []string, p string) bool {
+	for _, e := range protect {
+		if !IsPattern(e) && within(p, e) {
+			return true
+		}
+	}
+	return false
+}
