@@ -195,3 +195,116 @@ func withoutPatterns(sb *Sandbox) (*Sandbox, error) {
 	}
 	return c, errors.Join(errs...)
 }
+
+// Rule is a deny or protect entry prepared for matching many paths (the
+// runner's broker decides every create, remove and rename against each
+// entry): MatchUnder without splitting the entry again or allocating.
+type Rule struct {
+	rule    string
+	pattern bool
+	// under is the entry with a trailing "/" (a path), or its literal
+	// prefix with one (a pattern): no path that does not start with it,
+	// or equal it without the "/", can match.
+	under string
+	pc    []string
+	lit   []bool // pc[i] has no pattern character: compared, not matched
+	// need are the literal components after the literal prefix: a path
+	// without each of them among its components cannot match.
+	need []string
+}
+
+// CompileRule prepares the entry rule (a path or a pattern).
+func CompileRule(rule string) Rule {
+	r := Rule{rule: rule, pattern: IsPattern(rule)}
+	if !r.pattern {
+		r.under = strings.TrimSuffix(rule, "/") + "/"
+		return r
+	}
+	r.pc = comps(rule)
+	prefix := len(comps(literalPrefix(rule)))
+	for i, c := range r.pc {
+		lit := !strings.ContainsAny(c, `*?[\`)
+		r.lit = append(r.lit, lit)
+		if lit && i >= prefix {
+			r.need = append(r.need, c)
+		}
+	}
+	r.under = strings.TrimSuffix(literalPrefix(rule), "/") + "/"
+	return r
+}
+
+// String returns the entry as written.
+func (r Rule) String() string { return r.rule }
+
+// MatchUnder is MatchUnder(entry, p).
+func (r Rule) MatchUnder(p string) bool {
+	if !r.pattern {
+		return p == r.rule || r.under == "/" || strings.HasPrefix(p, r.under)
+	}
+	if r.under != "/" && !strings.HasPrefix(p, r.under) && (len(p)+1 != len(r.under) || !strings.HasPrefix(r.under, p)) {
+		return false
+	}
+	for _, c := range r.need {
+		if !hasComp(p, c) {
+			return false
+		}
+	}
+	var buf [32]string
+	return r.matchFrom(0, appendComps(buf[:0], p))
+}
+
+// hasComp reports whether c is one of the components of p.
+func hasComp(p, c string) bool {
+	for {
+		i := strings.Index(p, c)
+		if i < 0 {
+			return false
+		}
+		end := i + len(c)
+		if (i == 0 || p[i-1] == '/') && (end == len(p) || p[end] == '/') {
+			return true
+		}
+		p = p[i+1:]
+	}
+}
+
+// matchFrom is matchUnder(r.pc[i:], xc), with literal components compared.
+func (r *Rule) matchFrom(i int, xc []string) bool {
+	for ; i < len(r.pc); i++ {
+		if r.pc[i] == "**" {
+			for j := 0; j <= len(xc); j++ {
+				if r.matchFrom(i+1, xc[j:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(xc) == 0 {
+			return false
+		}
+		if r.lit[i] {
+			if r.pc[i] != xc[0] {
+				return false
+			}
+		} else if ok, _ := path.Match(r.pc[i], xc[0]); !ok {
+			return false
+		}
+		xc = xc[1:]
+	}
+	return true
+}
+
+// appendComps appends the components of p to dst, as comps(p).
+func appendComps(dst []string, p string) []string {
+	for p != "" {
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			return append(dst, p)
+		}
+		if i > 0 {
+			dst = append(dst, p[:i])
+		}
+		p = p[i+1:]
+	}
+	return dst
+}

@@ -88,3 +88,40 @@ func TestPatternDenyMatchesAtStartMasked(t *testing.T) {
 		t.Errorf("a pattern reached the spec: ro %v masked %v", s.Linux.ReadonlyPaths, s.Linux.MaskedPaths)
 	}
 }
+
+// TestCompiledRuleMatchesMatchUnder: a compiled entry answers as
+// MatchUnder for every pair of entry and path.
+func TestCompiledRuleMatchesMatchUnder(t *testing.T) {
+	rules := []string{
+		"/w/**/.git/hooks", "/w/**/*.pem", "/w/**/.git/modules/**/config", "/w/**/.git/worktrees/*/commondir",
+		"/w/.env", "/w/.git", "/w/.git/hooks", "/", "/w/", "/w/a*/b", "/w/[ab]/c", "/w/?", "/w/x/**",
+		`/w/**/a\b`, "/w/**/.git/**", "/w/**/x/**/x",
+	}
+	paths := []string{
+		"/", "/w", "/w/", "/wx", "/w/.git", "/w/.git/hooks", "/w/.git/hooks/pre-commit", "/w/a/b/.git/hooks/x",
+		"/w/a/.git/HEAD", "/other/.git/hooks", "/w/keys/a.pem", "/w/keys/a.pem.txt", "/w/.git/modules/m/config",
+		"/w/.git/modules/a/b/config", "/w/.git/worktrees/x/commondir", "/w/.git/worktrees/x/y/commondir",
+		"/w/.env", "/w/.envx", "/w/ab/b", "/w/a/c", "/w/c/c", "/w/z", "/w/zz", "/w/x", "/w/x/y/z",
+		"/w//a.pem", "/w/ab", `/w/a\b`, "/w/q/ab", "/w/x/x", "/w/xx/x", "/w/x/a/x/b", "/w/.gitx/hooks", "/w/a.git/hooks",
+		"/w/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y/z/1/2/3/4/5/6/7/8/.git/hooks",
+	}
+	for _, r := range rules {
+		c := CompileRule(r)
+		if c.String() != r {
+			t.Errorf("CompileRule(%s).String() = %s", r, c.String())
+		}
+		for _, p := range paths {
+			if got, want := c.MatchUnder(p), MatchUnder(r, p); got != want {
+				t.Errorf("CompileRule(%s).MatchUnder(%s) = %v, MatchUnder says %v", r, p, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkCompiledRule(b *testing.B) {
+	r := CompileRule("/w/**/.git/modules/**/config")
+	for range b.N {
+		r.MatchUnder("/w/src/pkg/internal/thing/file.go")
+		r.MatchUnder("/w/src/.git/objects/ab/cdef")
+	}
+}
