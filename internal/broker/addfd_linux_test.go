@@ -107,37 +107,8 @@ func TestBrokerOpenSurvivesSignals(t *testing.T) {
 	}
 	const n = 1000
 	dir := t.TempDir()
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mine, theirs := os.NewFile(uintptr(pair[0]), "mine"), os.NewFile(uintptr(pair[1]), "theirs")
-	defer mine.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokerChildCreates$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "CORDON_BROKER_CHILD_DIR="+dir, "CORDON_BROKER_CHILD_N="+strconv.Itoa(n))
-	cmd.ExtraFiles = []*os.File{theirs}
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	theirs.Close()
-	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
-	_, oobn, _, _, err := unix.Recvmsg(int(mine.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("no listener from the child: %v\n%s", err, out.String())
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		t.Fatalf("no listener from the child: %v", err)
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		t.Fatalf("no listener from the child: %v", err)
-	}
-	b := Start(fds[0], allowAll{}, Creds{})
+	cmd, out, listener := startChild(t, dir, n)
+	b := Start(listener, allowAll{}, Creds{})
 	done := make(chan struct{})
 	go func() {
 		for {
@@ -170,6 +141,87 @@ func TestBrokerOpenSurvivesSignals(t *testing.T) {
 	if err := b.Err(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestBrokerDeadCallerChangesNothing: a caller that dies after its call was
+// received (its pid could then be another process's) has nothing performed
+// for it, though the sandbox's root is already known to the broker.
+func TestBrokerDeadCallerChangesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	dir := t.TempDir()
+	cmd, _, listener := startChild(t, dir, 2)
+	var mu sync.Mutex
+	received := 0
+	testHookRead = func(n *notif) {
+		mu.Lock()
+		received++
+		second := received == 2
+		mu.Unlock()
+		if !second {
+			return
+		}
+		// The second create (f1): its path was read, and the caller
+		// dies before it is performed.
+		_ = cmd.Process.Kill()
+		for valid(listener, n.ID) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	defer func() { testHookRead = nil }()
+	b := Start(listener, allowAll{}, Creds{})
+	_ = cmd.Wait()
+	b.Stop()
+	if _, err := os.Stat(filepath.Join(dir, "f0")); err != nil {
+		t.Fatalf("the first create, of a live caller, was not performed: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "f1")); !os.IsNotExist(err) {
+		t.Fatalf("f1 was created for a caller that had died: %v", err)
+	}
+	if received != 2 {
+		t.Fatalf("%d paths read, want 2", received)
+	}
+}
+
+// startChild starts TestBrokerChildCreates creating n files in dir and
+// returns it, its output and its listener.
+func startChild(t *testing.T, dir string, n int) (*exec.Cmd, *lockedBuffer, int) {
+	t.Helper()
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, theirs := os.NewFile(uintptr(pair[0]), "mine"), os.NewFile(uintptr(pair[1]), "theirs")
+	defer mine.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokerChildCreates$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "CORDON_BROKER_CHILD_DIR="+dir, "CORDON_BROKER_CHILD_N="+strconv.Itoa(n))
+	cmd.ExtraFiles = []*os.File{theirs}
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	theirs.Close()
+	fail := func(why string, err error) {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("no listener from the child (%s): %v\n%s", why, err, out.String())
+	}
+	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
+	_, oobn, _, _, err := unix.Recvmsg(int(mine.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		fail("recvmsg", err)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		fail("control message", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		fail("rights", err)
+	}
+	return cmd, out, fds[0]
 }
 
 // lockedBuffer collects a child's output (its copying goroutines write at

@@ -36,6 +36,12 @@ func (c *call) takeFD(fd int32) (int, error) {
 			return -1, unix.EBADF
 		}
 	}
+	// The pidfd is the caller's only while its call is pending (its pid
+	// is not reused before): checked before a descriptor is taken.
+	if err := c.live(); err != nil {
+		unix.Close(pfd)
+		return -1, err
+	}
 	nfd, err := unix.PidfdGetfd(pfd, int(fd), 0)
 	unix.Close(pfd)
 	if err != nil {

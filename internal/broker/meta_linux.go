@@ -56,6 +56,9 @@ func (b *Broker) target(c *call, op string, fd int32) (fdTarget, error) {
 			return fdTarget{}, unix.EBADF
 		}
 		t.fd = c.keep(nfd)
+		if err := c.live(); err != nil {
+			return fdTarget{}, err
+		}
 	}
 	buf := make([]byte, unix.PathMax)
 	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(t.fd), buf)

@@ -34,8 +34,12 @@ func fail(err error) result { return result{fd: -1, errno: errnoOf(err)} }
 func ok(v int64) result     { return result{val: v, fd: -1} }
 
 // handle decides and performs one notification, then answers it.
+//
+// What is read from the caller is checked to come from it (call.live)
+// before it is acted on; a caller that dies after that gets no answer
+// (the kernel drops it), so the result is not checked again.
 func (b *Broker) handle(n *notif) {
-	c := &call{n: n, pid: int(n.Pid)}
+	c := &call{b: b, n: n, pid: int(n.Pid)}
 	defer c.close()
 	b.publishGitFiles(false)
 	var r result
@@ -47,10 +51,6 @@ func (b *Broker) handle(n *notif) {
 		r = sc.run(b, c, n.Args)
 		if r.errno == unix.EROFS && c.last != "" {
 			b.observe(Denial{Op: sc.name, Path: c.last, Rule: ReadOnly}, c.pid)
-		}
-		if r.errno == 0 && !valid(b.fd, n.ID) {
-			// Cannot happen for a live caller: it waits for this answer.
-			r = fail(unix.ESRCH)
 		}
 	}
 	if r.fd >= 0 {
@@ -241,6 +241,10 @@ func (b *Broker) reopenCallerFD(c *call, op string, fd, flags int) result {
 	}
 	nfd, err := unix.Open(link, (flags|unix.O_CLOEXEC)&^(unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW), 0)
 	if err != nil {
+		return fail(err)
+	}
+	if err := c.live(); err != nil {
+		unix.Close(nfd)
 		return fail(err)
 	}
 	if p, err := fdPath(nfd); err == nil && !b.checkMode(op, p, read) {
@@ -480,6 +484,9 @@ func (b *Broker) link(c *call, op string, a [6]uint64, flags int) result {
 				return fail(unix.EBADF)
 			}
 			src = c.keep(fd)
+			if err := c.live(); err != nil {
+				return fail(err)
+			}
 			if fp, err := fdPath(src); err == nil && !b.check(op, fp) {
 				return fail(unix.EACCES)
 			}

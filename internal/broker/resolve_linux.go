@@ -12,10 +12,10 @@ import (
 // call is one notified system call being decided: the caller, its
 // arguments, and the descriptors opened to answer it.
 type call struct {
+	b    *Broker
 	n    *notif
 	pid  int
 	fds  []int
-	root int
 	last string // the sandbox path last resolved for this call
 }
 
@@ -57,18 +57,21 @@ func (c *call) str(addr uint64) (string, error) {
 	return "", unix.ENAMETOOLONG
 }
 
-// rootFD opens the caller's root directory: every path is resolved in the
-// sandbox's own view, never in cordon's.
+// rootFD is the sandbox's root directory (the callers' own): every path is
+// resolved in the sandbox's own view, never in cordon's.
 func (c *call) rootFD() (int, error) {
-	if c.root > 0 {
-		return c.root, nil
+	return c.b.sandboxRoot(c)
+}
+
+// live checks that the call is still pending, so that what was read from
+// the caller (its path, its working directory, its descriptor) was read
+// from the caller and not from a process that took its pid after it died:
+// nothing read so is used before this check.
+func (c *call) live() error {
+	if !valid(c.b.fd, c.n.ID) {
+		return unix.ESRCH
 	}
-	fd, err := unix.Open("/proc/"+strconv.Itoa(c.pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, unix.EACCES
-	}
-	c.root = c.keep(fd)
-	return fd, nil
+	return nil
 }
 
 // fdPath returns the sandbox path of descriptor fd of this process (the
@@ -110,19 +113,30 @@ func (c *call) dirOf(dirfd int32) (string, error) {
 
 // full joins the caller's starting directory and path, without cleaning
 // it: ".." is left to the kernel, which resolves it after symlinks.
+// The call is checked to be still pending (live) once the path is read.
 func (c *call) full(dirfd int32, path string) (string, error) {
 	if path == "" {
 		return "", unix.ENOENT
 	}
-	if strings.HasPrefix(path, "/") {
-		return path, nil
+	if !strings.HasPrefix(path, "/") {
+		d, err := c.dirOf(dirfd)
+		if err != nil {
+			return "", err
+		}
+		path = d + "/" + path
 	}
-	d, err := c.dirOf(dirfd)
-	if err != nil {
+	if testHookRead != nil {
+		testHookRead(c.n)
+	}
+	if err := c.live(); err != nil {
 		return "", err
 	}
-	return d + "/" + path, nil
+	return path, nil
 }
+
+// testHookRead, set by a test, runs when a call's path was read from the
+// caller, before the call is checked to be still pending.
+var testHookRead func(n *notif)
 
 // loc is a name in a directory the broker holds open: the operation acts
 // on exactly the directory that was decided on, whatever the caller does to
