@@ -47,6 +47,11 @@ type linuxSession struct {
 	life   lifecycle
 	sendMu sync.Mutex
 	nextID atomic.Uint64
+	// spares are the supervisor's ends of the sockets of shims forked
+	// ahead of their exec (oldest first); spareMu guards them.
+	spareMu     sync.Mutex
+	spares      []shimConn
+	sparesEnded bool // teardown closed them; no more are made
 
 	goneOnce sync.Once
 	gone     chan struct{}
@@ -186,6 +191,13 @@ func (s *linuxSession) launch(ctx context.Context) error {
 	}
 	if err := s.awaitReady(ctx, initErr); err != nil {
 		return err
+	}
+	// The first exec's shim, forked while the caller gets ready.
+	s.spareMu.Lock()
+	err = s.topUp(spareShims)
+	s.spareMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: the session's first shims: %w", ErrSetup, err)
 	}
 	s.oomFile = oomCounterFile(run.container, s.eff)
 	if s.eff.Limits.Pids > 0 {
@@ -331,6 +343,12 @@ func (s *linuxSession) teardown() error {
 	if s.ctrl != nil {
 		s.ctrl.Close()
 	}
+	s.spareMu.Lock()
+	for _, sh := range s.spares {
+		sh.f.Close()
+	}
+	s.spares, s.sparesEnded = nil, true
+	s.spareMu.Unlock()
 	if s.devNull != nil {
 		s.devNull.Close()
 	}

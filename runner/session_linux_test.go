@@ -407,3 +407,78 @@ func TestIntegrationSessionStoppedIsResumed(t *testing.T) {
 		}
 	}
 }
+
+// An exec that left nothing behind hands its shim to the next exec, which
+// still starts clean: no process of the first, only its own stdio, its own
+// directory. A detached exec's shim keeps what it started and serves no
+// other exec.
+func TestIntegrationSessionShimReused(t *testing.T) {
+	s := startSession(t, newSandbox(t))
+	first := execIn(t, s, runner.ExecRequest{Dir: "/tmp", Args: sh(`echo $PPID; sleep 301 & setsid sleep 302 & exec 7>/dev/null; echo x`)})
+	second := execIn(t, s, runner.ExecRequest{Args: sh(`echo $PPID; pwd; ls /proc/self/fd | tr '\n' ' '`)})
+	if first.res.ExitCode != 0 || second.res.ExitCode != 0 {
+		t.Fatalf("execs failed: %+v %+v", first.res, second.res)
+	}
+	shim1, shim2 := strings.Fields(first.stdout)[0], strings.Fields(second.stdout)[0]
+	if shim1 != shim2 {
+		t.Fatalf("the second exec ran under shim %s, not %s: shims are not reused", shim2, shim1)
+	}
+	if lines := strings.Split(second.stdout, "\n"); len(lines) < 3 || lines[1] == "/tmp" || lines[2] != "0 1 2 3 " {
+		t.Fatalf("the reused shim's exec did not start clean: %q", second.stdout)
+	}
+	if n := countComm(sandboxProcs(t, s), "sleep"); n != 0 {
+		t.Fatalf("%d processes of an earlier exec of the same shim survived", n)
+	}
+	detached := execIn(t, s, runner.ExecRequest{Detach: true, Args: sh(`echo $PPID; setsid sleep 303 >/dev/null 2>&1 &`)})
+	after := execIn(t, s, runner.ExecRequest{Args: sh(`echo $PPID`)})
+	if detached.res.ExitCode != 0 || after.res.ExitCode != 0 || strings.TrimSpace(detached.stdout) == strings.TrimSpace(after.stdout) {
+		t.Fatalf("a detached exec's shim served another exec: %q then %q (%+v %+v)", detached.stdout, after.stdout, detached.res, after.res)
+	}
+}
+
+// A command can kill the idle shims (same uid): the execs after it are
+// sent to live ones or to new ones, and the session goes on.
+func TestIntegrationSessionIdleShimsKilled(t *testing.T) {
+	s := startSession(t, newSandbox(t))
+	// Some concurrent execs first, so that several shims are idle.
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); execIn(t, s, runner.ExecRequest{Args: sh(`sleep 0.2`)}) }()
+	}
+	wg.Wait()
+	kill := execIn(t, s, runner.ExecRequest{Args: sh(`n=0
+for p in /proc/[0-9]*; do pid=${p#/proc/}
+  case $pid in 1|$PPID|$$) ;; *) kill -9 $pid 2>/dev/null && n=$((n+1)) ;; esac
+done
+# Until they are gone.
+for i in $(seq 100); do
+  left=0
+  for p in /proc/[0-9]*; do pid=${p#/proc/}
+    case $pid in 1|$PPID|$$|self|thread-self) ;; *) [ "$(cut -d' ' -f3 $p/stat 2>/dev/null)" = Z ] || left=$((left+1)) ;; esac
+  done
+  [ $left -le 1 ] && break; sleep 0.02
+done
+echo $n`)})
+	if kill.res.ExitCode != 0 || strings.TrimSpace(kill.stdout) == "0" {
+		t.Fatalf("killing the idle shims: %+v %q", kill.res, kill.stdout)
+	}
+	errs := make(chan error, 6)
+	for i := 0; i < 6; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if out := execIn(t, s, runner.ExecRequest{Args: []string{"true"}}); out.err != nil || out.res.ExitCode != 0 {
+				errs <- fmt.Errorf("%+v %v", out.res, out.err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("an exec after the idle shims were killed: %v", err)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatalf("the session ended: %v", err)
+	}
+}

@@ -2,11 +2,8 @@ package runner
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"sync"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon/internal/broker"
 	"github.com/cordon-run/cordon/mounts"
@@ -15,35 +12,33 @@ import (
 
 // A warm session types each exec's refusals from the broker's own record,
 // never from what the command printed: the broker tells the session of
-// each refusal with the pipes held by the caller's exec tracker (the shim
-// that runs one exec, a child of the sandbox's PID 1, which holds that
-// exec's status pipe until the command's whole tree has ended), and the
-// supervisor, which holds the other end of that pipe, knows its exec by
-// the pipe's inode.
+// each refusal with the sockets held by the caller's exec tracker (the
+// shim that runs the exec, a child of the sandbox's PID 1, which holds
+// its socket to the supervisor, and runs one exec at a time, until the
+// command's whole tree has ended), and the supervisor, which made that
+// socket pair, knows the exec the shim runs by the inode of the shim's
+// end.
 
 // maxExecDenials bounds what one exec's record holds.
 const maxExecDenials = 1000
 
 // execDenials collects the refusals of each running exec, by the inode of
-// its status pipe.
+// its shim's socket.
 type execDenials struct {
 	mu sync.Mutex
 	by map[uint64][]broker.Denial
 }
 
-// watch starts collecting for the exec whose status pipe is f.
-func (w *execDenials) watch(f *os.File) uint64 {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return 0
-	}
+// watch starts collecting for the exec whose shim's socket is inode ino,
+// and returns ino.
+func (w *execDenials) watch(ino uint64) uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.by == nil {
 		w.by = map[uint64][]broker.Denial{}
 	}
-	w.by[st.Ino] = []broker.Denial{}
-	return st.Ino
+	w.by[ino] = []broker.Denial{}
+	return ino
 }
 
 // take stops collecting for the exec and returns what it collected.

@@ -56,6 +56,11 @@ func (s *linuxSession) Exec(ctx context.Context, req ExecRequest) (Result, error
 	}
 	defer x.close()
 	st, timedOut, canceled, stErr := x.wait(ctx, req)
+	if stErr == nil && st.again && !x.signaled && !req.Detach && !req.TTY {
+		// The shim left nothing of this exec and waits for the next.
+		s.putShim(x.shim)
+		x.conn = nil
+	}
 	if stErr != nil && s.Err() == nil {
 		// The shim is gone (killed from inside): nothing tracks what the
 		// command started any more, so the session ends.
@@ -80,9 +85,15 @@ func goneResult(res *Result, err error) Result {
 
 // sessionExec is one running exec as the supervisor sees it.
 type sessionExec struct {
-	s        *linuxSession
-	id       uint64
-	status   *os.File
+	s  *linuxSession
+	id uint64
+	// conn is the supervisor's end of the exec's shim socket: the EXEC
+	// and SIGNAL requests go out on it, the status record comes back.
+	conn *os.File
+	shim shimConn // conn, and the inode of the shim's end
+	// signaled: a SIGNAL request went to the shim, which may read it
+	// after the exec, so the shim is not used again.
+	signaled bool
 	stdinW   *os.File
 	console  *os.File // a TTY exec's terminal master
 	stopIn   func()
@@ -94,9 +105,10 @@ type sessionExec struct {
 	oomStart int64
 	// pidsStart is the pids.events "max" counter when the exec started.
 	pidsStart int64
-	// statusIno is the status pipe's inode, by which the broker's
-	// refusals of this exec's processes are known (execDenials).
-	statusIno uint64
+	// trackerIno is the inode of the shim's end of its socket, by which
+	// the broker's refusals of this exec's processes are known
+	// (execDenials).
+	trackerIno uint64
 }
 
 // newExec sends the EXEC request with the exec's stdio and status pipe.
@@ -163,14 +175,6 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 			_, _ = io.Copy(dst, r)
 		}(dst, r)
 	}
-	statusR, statusW, err := pipe()
-	if err != nil {
-		x.close()
-		return nil, err
-	}
-	child = append(child, statusW)
-	x.status = statusR
-	x.statusIno = s.denials.watch(statusR)
 	if s.oomFile != "" {
 		x.oomStart = counter(s.oomFile, "oom_kill")
 	}
@@ -184,7 +188,7 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 			fds[i] = s.devNullFD
 		}
 	}
-	if err := s.send(msg, fds); err != nil {
+	if err := s.sendExec(x, msg, fds); err != nil {
 		x.close()
 		return nil, err
 	}
@@ -243,43 +247,12 @@ func isDevNull(r io.Reader) bool {
 	return st.Mode&unix.S_IFMT == unix.S_IFCHR && unix.Major(st.Rdev) == 1 && unix.Minor(st.Rdev) == 3
 }
 
-// send writes one request to the fork server, with fds attached to its
-// first byte.
-func (s *linuxSession) send(msg []byte, fds []int) error {
-	var rights []byte
-	if len(fds) > 0 {
-		rights = unix.UnixRights(fds...)
-	}
-	s.sendMu.Lock()
-	defer s.sendMu.Unlock()
-	rc, err := s.ctrl.SyscallConn()
-	if err != nil {
-		return err
-	}
-	for len(msg) > 0 {
-		var n int
-		var serr error
-		werr := rc.Write(func(fd uintptr) bool {
-			n, serr = unix.SendmsgN(int(fd), msg, rights, nil, unix.MSG_NOSIGNAL)
-			return serr != unix.EAGAIN
-		})
-		if werr == nil {
-			werr = serr
-		}
-		if werr != nil {
-			return fmt.Errorf("send to the session's init: %w", werr)
-		}
-		msg, rights = msg[n:], nil
-	}
-	return nil
-}
-
 // wait waits for the shim's status, enforcing the timeout and forwarding
 // signals. It returns the status or why there is none.
 func (x *sessionExec) wait(ctx context.Context, req ExecRequest) (st execStatus, timedOut, canceled bool, stErr error) {
 	readStatus := func() {
 		b := make([]byte, protoStatusSize+1)
-		n, err := io.ReadAtLeast(x.status, b, protoStatusSize)
+		n, err := io.ReadAtLeast(x.conn, b, protoStatusSize)
 		if err != nil {
 			stErr = fmt.Errorf("the exec's tracker in the sandbox ended without a status (killed from inside?): %w", err)
 			return
@@ -305,7 +278,8 @@ func (x *sessionExec) wait(ctx context.Context, req ExecRequest) (st execStatus,
 		timeoutC = timer.C
 	}
 	killTree := func() {
-		_ = x.s.send(encodeSignal(x.id, protoSigKillTree), nil)
+		x.signaled = true
+		_ = sendOn(x.conn, encodeSignal(x.id, protoSigKillTree), nil)
 		if graceC == nil {
 			graceC = time.After(killGrace)
 		}
@@ -330,7 +304,8 @@ func (x *sessionExec) wait(ctx context.Context, req ExecRequest) (st execStatus,
 				x.resize(req)
 				continue
 			}
-			_ = x.s.send(encodeSignal(x.id, int32(sig)), nil)
+			x.signaled = true
+			_ = sendOn(x.conn, encodeSignal(x.id, int32(sig)), nil)
 		case <-graceC:
 			x.s.kill(fmt.Sprintf("exec %d did not stop within %s of being killed", x.id, killGrace))
 			<-statusC
@@ -379,9 +354,9 @@ func (x *sessionExec) drain(detach bool) {
 }
 
 func (x *sessionExec) close() {
-	x.s.denials.take(x.statusIno)
-	if x.status != nil {
-		x.status.Close()
+	x.s.denials.take(x.trackerIno)
+	if x.conn != nil {
+		x.conn.Close()
 	}
 	if x.stdinW != nil && x.stopIn == nil {
 		x.stdinW.Close()
@@ -409,7 +384,7 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 		}
 	}
 	oom := s.oomFile != "" && counter(s.oomFile, "oom_kill") > x.oomStart
-	refused := s.denials.take(x.statusIno)
+	refused := s.denials.take(x.trackerIno)
 	switch {
 	case timedOut:
 		res.ExitCode = ExitTimeout

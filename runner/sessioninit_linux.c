@@ -8,20 +8,28 @@
 // only the supervisor holds (it is never a path, so nothing in the sandbox
 // can connect to it). Like cordon-sandbox-init, this constructor runs
 // before the Go runtime and never returns. It makes itself non-dumpable,
-// loads the seccomp filter once, writes one ready byte, and then serves:
+// loads the seccomp filter once, writes one ready byte, and then serves
+// one request:
 //
-//   EXEC   (header, cwd, argv, env; SCM_RIGHTS: stdin, stdout, stderr and
-//          the write end of a status pipe): fork a shim, which becomes a
-//          child subreaper, spawns the command (new session, fresh fd
-//          table, default signals, the request's env and cwd) and waits.
-//          When the command ends the shim kills every process it left
-//          behind (orphans reparent to the shim, so setsid and
-//          double-forked ones are found) unless the exec was detached, and
-//          writes one fixed-size status record to the status pipe.
-//   SIGNAL (header): queue a signal to that exec's shim (SIGRTMIN with the
-//          signal as value; the shim acts only on values queued by PID 1),
-//          which forwards it to the command's process group, or, for
-//          CORDON_SIG_KILLTREE, kills the whole tree.
+//   SPARE  (header; SCM_RIGHTS: one to five unix stream sockets, made by
+//          the supervisor, which keeps their other ends): fork one shim
+//          per socket. A shim waits on its socket for one exec, so an exec
+//          never waits for PID 1: the supervisor holds a few shims ahead
+//          and sends each exec straight to one, while PID 1 forks the next.
+//
+// A shim's socket carries, from the supervisor:
+//
+//   EXEC   (header, cwd, argv, env; SCM_RIGHTS: stdin, stdout, stderr, and
+//          for a TTY exec a console socket): the shim becomes a child
+//          subreaper, spawns the command (new session, fresh fd table,
+//          default signals, the request's env and cwd) and waits. When the
+//          command ends the shim kills every process it left behind
+//          (orphans reparent to the shim, so setsid and double-forked ones
+//          are found) unless the exec was detached, writes one fixed-size
+//          status record back on the socket, and exits.
+//   SIGNAL (header): forward a signal to the command's process group, or,
+//          for CORDON_SIG_KILLTREE, kill the whole tree. EOF (the
+//          supervisor gave up on the exec, or is gone) kills the tree too.
 //
 // Every exec inherits this process's boundary by fork: mount view, seccomp,
 // no_new_privs, capabilities, rlimits, namespaces. Nothing is re-applied.
@@ -59,9 +67,10 @@
 // Must match sessionproto_linux.go.
 #define REQ_MAGIC 0x58445243u	 // "CRDX"
 #define STATUS_MAGIC 0x53445243u // "CRDS"
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2
 #define REQ_EXEC 1
 #define REQ_SIGNAL 2
+#define REQ_SPARE 3
 #define FLAG_DETACH 1u
 #define FLAG_TTY 2u
 #define MAX_FDS 5
@@ -71,7 +80,11 @@
 #define PHASE_EXEC 2
 #define PHASE_SHIM 3
 #define MAX_PAYLOAD (8u << 20)
-#define MAX_EXECS 4096
+// Status flags. STATUS_KILLED is informative only (the supervisor decides
+// kills from its own timer); STATUS_AGAIN says the shim waits for another
+// exec on the same socket.
+#define STATUS_KILLED 1
+#define STATUS_AGAIN 2
 
 struct cordon_req {
 	uint32_t magic;
@@ -92,7 +105,7 @@ struct cordon_status {
 	int32_t phase;
 	int32_t err;
 	int32_t wstatus;
-	int32_t killed;
+	int32_t flags; // STATUS_*
 	int64_t utime_us;
 	int64_t stime_us;
 	int64_t maxrss_kb;
@@ -107,12 +120,6 @@ static void sdie(const char *msg)
 	_exit(125);
 }
 
-// The shims of running execs, by exec id.
-static struct {
-	uint64_t id;
-	pid_t pid;
-} execs[MAX_EXECS];
-static int nexecs;
 // PID 1's signalfd, which a shim closes.
 static int pid1_sfd = -1;
 
@@ -147,10 +154,10 @@ static int read_full(int fd, void *buf, size_t n)
 }
 
 // want_fds is how many descriptors an EXEC request carries: stdin,
-// stdout, stderr and the status pipe, plus a console socket for a TTY.
+// stdout and stderr, plus a console socket for a TTY.
 static int want_fds(const struct cordon_req *h)
 {
-	return (h->flags & FLAG_TTY) ? 5 : 4;
+	return (h->flags & FLAG_TTY) ? 4 : 3;
 }
 
 // recv_header reads the request header and the descriptors attached to it.
@@ -376,67 +383,60 @@ static int open_console(int sock, uint32_t size, char *name, size_t n)
 	return m;
 }
 
-// shim runs one exec and exits; see the file comment. PID 1's control
-// socket and signalfd are closed already.
-static void shim(const struct cordon_req *h, char *payload, int fds[MAX_FDS])
+// fail_exec reports a failure before the command ran, closes the exec's
+// descriptors, and returns 0: the shim then exits rather than serve
+// another exec.
+static int fail_exec(int sock, int phase, int err, const struct cordon_req *h, int fds[MAX_FDS])
 {
-	int status_fd = fds[3];
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
-		fail_status(status_fd, PHASE_SHIM, errno);
-		_exit(1);
-	}
+	fail_status(sock, phase, err);
+	for (int i = 0; i < want_fds(h); i++)
+		close(fds[i]);
+	return 0;
+}
+
+// run_exec runs one exec (see the file comment) and reports its status on
+// sock. sfd is the shim's signalfd for SIGCHLD. It returns 1 when the
+// shim is left as it was before the exec (no process of it left, nothing
+// of the exec held), so that it can serve another, which it then says in
+// the status record; 0 when it must exit.
+static int run_exec(const struct cordon_req *h, char *payload, char **argv, char **envp, int fds[MAX_FDS], int sock,
+		    int sfd)
+{
 	// Split the payload: cwd, argv..., env... (each NUL-terminated).
-	char **argv = calloc(h->nargv + 1, sizeof(char *));
-	char **envp = calloc(h->nenv + 1, sizeof(char *));
-	if (!argv || !envp) {
-		fail_status(status_fd, PHASE_SHIM, ENOMEM);
-		_exit(1);
-	}
 	char *p = payload, *end = payload + h->len;
 	const char *cwd = p;
 	p += strlen(p) + 1;
 	for (uint32_t i = 0; i < h->nargv; i++) {
-		if (p >= end) {
-			fail_status(status_fd, PHASE_SHIM, EINVAL);
-			_exit(1);
-		}
+		if (p >= end)
+			return fail_exec(sock, PHASE_SHIM, EINVAL, h, fds);
 		argv[i] = p;
 		p += strlen(p) + 1;
 	}
 	for (uint32_t i = 0; i < h->nenv; i++) {
-		if (p >= end) {
-			fail_status(status_fd, PHASE_SHIM, EINVAL);
-			_exit(1);
-		}
+		if (p >= end)
+			return fail_exec(sock, PHASE_SHIM, EINVAL, h, fds);
 		envp[i] = p;
 		p += strlen(p) + 1;
 	}
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGRTMIN);
-	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
-	if (sfd < 0) {
-		fail_status(status_fd, PHASE_SHIM, errno);
-		_exit(1);
-	}
+	argv[h->nargv] = NULL;
+	envp[h->nenv] = NULL;
 	if (chdir(cwd) < 0) {
 		int e = errno;
 		dprintf(fds[2], "cordon: cannot change to directory %s: %s\n", cwd, strerror(e));
-		fail_status(status_fd, PHASE_CHDIR, e);
-		_exit(0);
+		return fail_exec(sock, PHASE_CHDIR, e, h, fds);
 	}
 	char ttyname[128];
 	int master = -1;
 	if (h->flags & FLAG_TTY) {
-		master = open_console(fds[4], (uint32_t)h->sig, ttyname, sizeof(ttyname));
-		if (master < 0) {
-			fail_status(status_fd, PHASE_SHIM, -master);
-			_exit(0);
-		}
+		master = open_console(fds[3], (uint32_t)h->sig, ttyname, sizeof(ttyname));
+		if (master < 0)
+			return fail_exec(sock, PHASE_SHIM, -master, h, fds);
 	}
 	pid_t cmd = 0;
+	extern char **environ;
+	char **saved = environ;
 	int err = spawn(&cmd, argv, envp, fds, master >= 0 ? ttyname : NULL);
+	environ = saved; // envp lives in the payload, freed after the exec
 	if (err && master < 0)
 		dprintf(fds[2], "cordon: cannot execute %s: %s\n", argv[0], strerror(err));
 	if (err && master >= 0) {
@@ -448,39 +448,43 @@ static void shim(const struct cordon_req *h, char *payload, int fds[MAX_FDS])
 	}
 	if (master >= 0)
 		close(master);
-	if (err) {
-		fail_status(status_fd, PHASE_EXEC, err);
-		_exit(0);
-	}
+	if (err)
+		return fail_exec(sock, PHASE_EXEC, err, h, fds);
 	for (int i = 0; i < want_fds(h); i++)
-		if (i != 3)
-			close(fds[i]);
+		close(fds[i]);
 	struct cordon_status st = {.magic = STATUS_MAGIC, .version = PROTO_VERSION, .phase = PHASE_RAN};
 
-	int cmd_done = 0, wst = 0;
+	int cmd_done = 0, wst = 0, gone = 0;
 	struct rusage ru;
 	memset(&ru, 0, sizeof(ru));
+	struct pollfd pf[2] = {{.fd = sfd, .events = POLLIN}, {.fd = sock, .events = POLLIN}};
 	while (!cmd_done) {
-		struct signalfd_siginfo si;
-		ssize_t r = read(sfd, &si, sizeof(si));
-		if (r != sizeof(si))
+		if (poll(pf, 2, -1) < 0)
 			continue;
-		if (si.ssi_signo == (uint32_t)SIGRTMIN) {
-			// PID 1 relays the supervisor's requests this way. The
-			// command can forge one (rt_sigqueueinfo lets it claim
-			// any sender), but all it could ask for is to kill or
-			// signal its own processes, which it can do anyway; the
-			// supervisor never trusts the `killed` field.
-			if (si.ssi_pid != 1 || si.ssi_code != SI_QUEUE)
-				continue;
-			if (si.ssi_int == CORDON_SIG_KILLTREE) {
-				st.killed = 1;
+		if (pf[1].revents) {
+			// Only the supervisor holds the other end of this socket: a
+			// signal request, or EOF when it gave up on the exec (or is
+			// gone), which kills the tree as a timeout does.
+			struct cordon_req q;
+			int ok = read_full(sock, &q, sizeof(q)) == 0 && q.magic == REQ_MAGIC &&
+				 q.version == PROTO_VERSION && q.type == REQ_SIGNAL;
+			if (!ok || q.sig == CORDON_SIG_KILLTREE) {
+				if (!ok) {
+					pf[1].fd = -1;
+					gone = 1;
+				}
+				st.flags |= STATUS_KILLED;
 				kill_tree(cmd, &cmd_done, &wst, &ru);
-			} else if (si.ssi_int > 0 && si.ssi_int < NSIG) {
-				kill(-cmd, si.ssi_int);
+			} else if (q.sig > 0 && q.sig < NSIG) {
+				kill(-cmd, q.sig);
 			}
 			continue;
 		}
+		if (!pf[0].revents)
+			continue;
+		struct signalfd_siginfo si;
+		if (read(sfd, &si, sizeof(si)) != sizeof(si))
+			continue;
 		int s;
 		struct rusage r2;
 		pid_t w;
@@ -500,182 +504,82 @@ static void shim(const struct cordon_req *h, char *payload, int fds[MAX_FDS])
 			}
 		}
 	}
+	// Detached processes stay this shim's children, so it does not serve
+	// again: when it exits they reparent to PID 1, which reaps them.
+	int again = !(h->flags & (FLAG_DETACH | FLAG_TTY)) && !gone;
 	if (!(h->flags & FLAG_DETACH))
 		kill_tree(cmd, &cmd_done, &wst, &ru);
+	// Hold no directory of the exec's while idle.
+	if (again && chdir("/") < 0)
+		again = 0;
+	if (again)
+		st.flags |= STATUS_AGAIN;
 	st.wstatus = wst;
 	st.utime_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
 	st.stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
 	st.maxrss_kb = ru.ru_maxrss;
-	write_status(status_fd, &st);
-	// Detached processes reparent to PID 1, which reaps them.
-	_exit(0);
+	write_status(sock, &st);
+	return again;
 }
 
-// A shim forked ahead of time, waiting for its request on a socket pair:
-// an exec then costs PID 1 a sendmsg instead of a fork, and the next spare
-// is forked while the command runs.
-static struct {
-	pid_t pid;
-	int sock;
-} spare = {-1, -1};
-
-static void spare_wait(int sock)
+// shim is a process forked from PID 1 ahead of its first exec. It waits
+// on its socket for an EXEC request and runs it; when that left nothing
+// behind it waits for the next, so a warm exec costs no fork of a shim
+// and no exit. It exits on EOF (the supervisor has enough spares, or is
+// gone) or after an exec it cannot come back clean from.
+static void shim(int sock)
 {
-	struct cordon_req h;
-	int fds[MAX_FDS];
-	int nfds = recv_header(sock, &h, fds);
-	if (nfds != want_fds(&h) || h.len > MAX_PAYLOAD)
-		_exit(0);
-	char *payload = malloc(h.len + 1);
-	if (!payload || read_full(sock, payload, h.len) < 0)
-		_exit(0);
-	payload[h.len] = '\0';
-	close(sock);
-	shim(&h, payload, fds);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		_exit(1);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	if (sfd < 0)
+		_exit(1);
+	for (;;) {
+		struct cordon_req h;
+		int fds[MAX_FDS];
+		int nfds = recv_header(sock, &h, fds);
+		if (nfds < 0 || h.magic != REQ_MAGIC || h.version != PROTO_VERSION || h.type != REQ_EXEC ||
+		    nfds != want_fds(&h) || h.len > MAX_PAYLOAD || h.nargv == 0)
+			_exit(0);
+		// Each string takes a byte at least; argv and envp end in NULL.
+		char *payload = malloc(h.len + 1);
+		char **argv = h.nargv <= h.len ? calloc(h.nargv + 1, sizeof(char *)) : NULL;
+		char **envp = h.nenv <= h.len ? calloc(h.nenv + 1, sizeof(char *)) : NULL;
+		if (!payload || !argv || !envp || read_full(sock, payload, h.len) < 0)
+			_exit(0);
+		payload[h.len] = '\0';
+		int again = run_exec(&h, payload, argv, envp, fds, sock, sfd);
+		free(payload);
+		free(argv);
+		free(envp);
+		if (!again)
+			_exit(0);
+	}
 }
 
-static void make_spare(void)
+// handle_spare forks one shim per socket of a SPARE request. A shim keeps
+// its own socket only: the control socket, PID 1's signalfd and the
+// other shims' sockets are closed in it, and PID 1 keeps none of them.
+static void handle_spare(int fds[MAX_FDS], int nfds)
 {
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return;
-	pid_t pid = fork();
-	if (pid < 0) {
-		close(sv[0]);
-		close(sv[1]);
-		return;
-	}
-	if (pid == 0) {
-		close(CTRL_FD);
-		close(pid1_sfd);
-		close(sv[0]);
-		spare_wait(sv[1]);
-	}
-	close(sv[1]);
-	spare.pid = pid;
-	spare.sock = sv[0];
-}
-
-// give_to_spare hands a request to the spare shim and returns its pid, or
-// -1 when there is none (or it died: a command can kill it), and the
-// caller forks a shim instead.
-static pid_t give_to_spare(const struct cordon_req *h, char *payload, int fds[MAX_FDS], int nfds)
-{
-	if (spare.pid < 0)
-		return -1;
-	char cbuf[CMSG_SPACE(MAX_FDS * sizeof(int))];
-	memset(cbuf, 0, sizeof(cbuf));
-	struct iovec iov[2] = {{.iov_base = (void *)h, .iov_len = sizeof(*h)}, {.iov_base = payload, .iov_len = h->len}};
-	struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-	m.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-	memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
-	size_t total = sizeof(*h) + h->len, sent = 0;
-	ssize_t w;
-	do
-		w = sendmsg(spare.sock, &m, MSG_NOSIGNAL);
-	while (w < 0 && errno == EINTR);
-	pid_t pid = spare.pid;
-	if (w > 0) {
-		sent = (size_t)w;
-		// The rest of a large payload, without descriptors.
-		while (sent < total) {
-			const char *p = sent < sizeof(*h) ? (const char *)h + sent : payload + (sent - sizeof(*h));
-			size_t n = sent < sizeof(*h) ? sizeof(*h) - sent : total - sent;
-			w = send(spare.sock, p, n, MSG_NOSIGNAL);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				break;
-			sent += (size_t)w;
+	for (int i = 0; i < nfds; i++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(CTRL_FD);
+			close(pid1_sfd);
+			for (int j = 0; j < nfds; j++)
+				if (j != i)
+					close(fds[j]);
+			shim(fds[i]);
 		}
+		// A failed fork leaves the socket's other end without a
+		// reader: the supervisor's exec there fails and it asks again.
 	}
-	close(spare.sock);
-	spare.pid = -1;
-	spare.sock = -1;
-	if (sent < total) {
-		kill(pid, SIGKILL);
-		return -1;
-	}
-	return pid;
-}
-
-static void handle_exec(struct cordon_req *h, int fds[MAX_FDS], int nfds)
-{
-	if (nfds != want_fds(h)) {
-		for (int i = 0; i < nfds; i++)
-			close(fds[i]);
-		// Drain the payload: the stream must stay in step.
-		char buf[4096];
-		uint32_t left = h->len;
-		while (left > 0) {
-			size_t k = left < sizeof(buf) ? left : sizeof(buf);
-			if (read_full(CTRL_FD, buf, k) < 0)
-				_exit(0);
-			left -= (uint32_t)k;
-		}
-		return;
-	}
-	char *payload = malloc(h->len + 1);
-	if (!payload || read_full(CTRL_FD, payload, h->len) < 0) {
-		if (!payload)
-			fail_status(fds[3], PHASE_SHIM, ENOMEM);
-		for (int i = 0; i < nfds; i++)
-			close(fds[i]);
-		if (payload)
-			_exit(0); // the supervisor went away mid-request
-		return;
-	}
-	payload[h->len] = '\0';
-	if (nexecs >= MAX_EXECS) {
-		fail_status(fds[3], PHASE_SHIM, EAGAIN);
-	} else {
-		pid_t pid = give_to_spare(h, payload, fds, nfds);
-		if (pid < 0) {
-			pid = fork();
-			if (pid == 0) {
-				close(CTRL_FD);
-				close(pid1_sfd);
-				shim(h, payload, fds);
-			}
-		}
-		if (pid < 0) {
-			fail_status(fds[3], PHASE_SHIM, errno);
-		} else {
-			execs[nexecs].id = h->id;
-			execs[nexecs].pid = pid;
-			nexecs++;
-		}
-	}
-	free(payload);
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
-	if (spare.pid < 0)
-		make_spare();
-}
-
-static void handle_signal(const struct cordon_req *h)
-{
-	for (int i = 0; i < nexecs; i++) {
-		if (execs[i].id != h->id)
-			continue;
-		union sigval v = {.sival_int = h->sig};
-		sigqueue(execs[i].pid, SIGRTMIN, v);
-		return;
-	}
-}
-
-static void forget(pid_t pid)
-{
-	for (int i = 0; i < nexecs; i++) {
-		if (execs[i].pid == pid) {
-			execs[i] = execs[--nexecs];
-			return;
-		}
-	}
 }
 
 __attribute__((constructor)) static void cordon_session_init(int argc, char **argv, char **envp)
@@ -687,7 +591,7 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 		sdie(CORDON_SESSION_ARG " runs only as PID 1 inside a sandbox");
 	// Not dumpable, and neither are the shims forked from it: a command
 	// (same uid) can neither open their descriptors through /proc (the
-	// control socket, the status pipes) nor ptrace them.
+	// control socket, the shims' sockets) nor ptrace them.
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		sdie("cannot make the session init non-dumpable");
 	if (fcntl(CTRL_FD, F_SETFD, FD_CLOEXEC) < 0)
@@ -714,7 +618,6 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 	if (sfd < 0)
 		sdie("signalfd failed");
 	pid1_sfd = sfd;
-	make_spare();
 	if (write(CTRL_FD, "R", 1) != 1)
 		_exit(0);
 
@@ -740,11 +643,7 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 					kill(w, SIGCONT);
 					continue;
 				}
-				forget(w); // a shim, or an orphan (detached or stray)
-				if (w == spare.pid) {
-					close(spare.sock);
-					spare.pid = spare.sock = -1;
-				}
+				// Reaped: a shim, or an orphan (detached or stray).
 			}
 		}
 		if (!p[1].revents)
@@ -754,15 +653,8 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 		int nfds = recv_header(CTRL_FD, &h, fds);
 		if (nfds < 0)
 			_exit(0); // the supervisor is gone: end the sandbox
-		if (h.magic != REQ_MAGIC || h.version != PROTO_VERSION || h.len > MAX_PAYLOAD)
+		if (h.magic != REQ_MAGIC || h.version != PROTO_VERSION || h.type != REQ_SPARE || h.len != 0)
 			sdie("bad request from the supervisor");
-		if (h.type == REQ_EXEC) {
-			handle_exec(&h, fds, nfds);
-		} else {
-			for (int i = 0; i < nfds; i++)
-				close(fds[i]);
-			if (h.type == REQ_SIGNAL)
-				handle_signal(&h);
-		}
+		handle_spare(fds, nfds);
 	}
 }

@@ -10,22 +10,29 @@ import (
 // The wire format between the session supervisor and the fork server
 // (sessioninit_linux.c); the constants and layouts must match it.
 const (
-	sessionInitArg     = "cordon-session-init"
-	protoReqMagic      = 0x58445243 // "CRDX"
-	protoStatusMagic   = 0x53445243 // "CRDS"
-	protoVersion       = 1
-	protoReqExec       = 1
-	protoReqSignal     = 2
-	protoFlagDetach    = 1
-	protoFlagTTY       = 2
-	protoSigKillTree   = -1
-	protoHeaderSize    = 40
-	protoStatusSize    = 48
-	protoMaxPayload    = 8 << 20
-	phaseRan           = 0
-	phaseChdir         = 1
-	phaseExec          = 2
-	phaseShim          = 3
+	sessionInitArg   = "cordon-session-init"
+	protoReqMagic    = 0x58445243 // "CRDX"
+	protoStatusMagic = 0x53445243 // "CRDS"
+	protoVersion     = 2
+	protoReqExec     = 1
+	protoReqSignal   = 2
+	protoReqSpare    = 3
+	// protoMaxSpares is how many shim sockets one SPARE request carries
+	// at most (the fork server's MAX_FDS).
+	protoMaxSpares   = 5
+	protoFlagDetach  = 1
+	protoFlagTTY     = 2
+	protoSigKillTree = -1
+	protoHeaderSize  = 40
+	protoStatusSize  = 48
+	protoMaxPayload  = 8 << 20
+	phaseRan         = 0
+	phaseChdir       = 1
+	phaseExec        = 2
+	phaseShim        = 3
+	// statusAgain in a status record's flags: the shim waits on the same
+	// socket for another exec.
+	statusAgain        = 2
 	sessionReadyByte   = 'R'
 	sessionReadyWithin = 10 * time.Second
 )
@@ -47,6 +54,11 @@ func encodeExec(id uint64, flags uint32, size uint32, cwd string, argv, env []st
 	}
 	b := header(protoReqExec, id, flags, int32(size), uint32(len(argv)), uint32(len(env)), uint32(payload.Len()))
 	return append(b, payload.String()...), nil
+}
+
+// encodeSpare builds a SPARE request: fork one shim per socket attached.
+func encodeSpare() []byte {
+	return header(protoReqSpare, 0, 0, 0, 0, 0, 0)
 }
 
 // encodeSignal builds a SIGNAL request for exec id.
@@ -76,6 +88,7 @@ type execStatus struct {
 	phase    int32
 	errno    int32
 	wstatus  int32
+	again    bool // the shim serves another exec (statusAgain)
 	utimeUS  int64
 	stimeUS  int64
 	maxRSSKB int64
@@ -91,6 +104,7 @@ func decodeStatus(b []byte) (execStatus, error) {
 		phase:    int32(le.Uint32(b[8:])),
 		errno:    int32(le.Uint32(b[12:])),
 		wstatus:  int32(le.Uint32(b[16:])),
+		again:    le.Uint32(b[20:])&statusAgain != 0,
 		utimeUS:  int64(le.Uint64(b[24:])),
 		stimeUS:  int64(le.Uint64(b[32:])),
 		maxRSSKB: int64(le.Uint64(b[40:])),

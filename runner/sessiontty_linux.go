@@ -30,15 +30,7 @@ func (s *linuxSession) newTTYExec(x *sessionExec, req ExecRequest, cwd string, e
 		return nil, err
 	}
 	defer parent.Close()
-	statusR, statusW, err := pipe()
-	if err != nil {
-		child.Close()
-		return nil, err
-	}
-	x.status = statusR
-	x.statusIno = s.denials.watch(statusR)
-	err = s.send(msg, []int{s.devNullFD, s.devNullFD, s.devNullFD, statusW, int(child.Fd())})
-	unix.Close(statusW)
+	err = s.sendExec(x, msg, []int{s.devNullFD, s.devNullFD, s.devNullFD, int(child.Fd())})
 	child.Close()
 	if err != nil {
 		x.close()

@@ -46,11 +46,12 @@ func (b *Broker) observe(d Denial, pid int) {
 	o.Denied(d)
 }
 
-// trackers returns the pipes (their inode numbers) that pid's oldest
-// ancestor below the sandbox's PID 1 holds open. In a warm session that
-// ancestor is the shim that runs one exec and keeps its status pipe until
-// the command's whole tree has ended (orphans reparent to it), so the
-// supervisor, which holds the pipe's other end, knows the exec by it.
+// trackers returns the pipes and sockets (their inode numbers) that pid's
+// oldest ancestor below the sandbox's PID 1 holds open. In a warm session
+// that ancestor is the shim that runs the exec, one at a time, and keeps
+// its socket to the supervisor until the command's whole tree has ended
+// (orphans reparent to it), so the supervisor, which made that socket
+// pair, knows the exec by the inode of the shim's end.
 func trackers(pid int) []uint64 {
 	cur := pid
 	for range 256 {
@@ -96,7 +97,7 @@ func procIDs(pid int) (ppid, inner int) {
 	return ppid, inner
 }
 
-// pipesOf lists the pipes pid holds open.
+// pipesOf lists the pipes and sockets pid holds open.
 func pipesOf(pid int) []uint64 {
 	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
 	ents, err := os.ReadDir(dir)
@@ -109,7 +110,11 @@ func pipesOf(pid int) []uint64 {
 		if err != nil {
 			continue
 		}
-		if s, ok := strings.CutPrefix(l, "pipe:["); ok {
+		s, ok := strings.CutPrefix(l, "pipe:[")
+		if !ok {
+			s, ok = strings.CutPrefix(l, "socket:[")
+		}
+		if ok {
 			if n, err := strconv.ParseUint(strings.TrimSuffix(s, "]"), 10, 64); err == nil {
 				out = append(out, n)
 			}
