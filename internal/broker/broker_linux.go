@@ -74,6 +74,7 @@ type Broker struct {
 
 	git      gitState
 	gitFiles gitFiles
+	ids      idMaps // the callers' uid and gid maps (meta_linux.go)
 
 	// root is the sandbox's root directory (O_PATH), opened once from
 	// the first caller's /proc/PID/root (see sandboxRoot); 0 until then.
