@@ -214,7 +214,7 @@ func checkFastReports(t *testing.T, u sessionUser, name string) {
 	}
 }
 
-// userStateDir creates (as the user's) the sessions directory of u and
+// userSessionDir creates (as the user's) the sessions directory of u and
 // the directory of session name in it.
 func userSessionDir(t *testing.T, u sessionUser, name string) string {
 	t.Helper()
@@ -229,7 +229,18 @@ func userSessionDir(t *testing.T, u sessionUser, name string) string {
 			}
 		}
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	// Its lock held, as a supervisor holds it: a concurrent `cordon
+	// session list` would otherwise remove the directory as a dead
+	// session's.
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	chownToUser(t, u, lock.Name())
+	t.Cleanup(func() { _ = os.RemoveAll(dir); lock.Close() })
 	return dir
 }
 
