@@ -136,6 +136,38 @@ print(b.hex())`, h.EchoPort))
 	}
 }
 
+// TestIntegrationNetworkAllowListIgnoresHostProxy: with an allow list,
+// proxy variables the host has (and env.pass names) are not passed, so
+// curl, which honours them, is not pointed at a host proxy it could not
+// reach: it connects to the allowed name itself, through the guard, and
+// gets its answer byte for byte. A proxy the config sets is passed.
+func TestIntegrationNetworkAllowListIgnoresHostProxy(t *testing.T) {
+	n := newNetSandbox(t)
+	if !tunOpens() {
+		t.Skip("this user cannot open /dev/net/tun (TestIntegrationNetworkAllowList covers the refusal)")
+	}
+	// TEST-NET-1: nothing answers there, and the list does not allow it.
+	for _, v := range []string{"http_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"} {
+		t.Setenv(v, "http://192.0.2.1:3128")
+	}
+	t.Setenv("NO_PROXY", "nothing.example")
+	n.sb.Env.Pass = append(n.sb.Env.Pass, "http_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+	o := n.run(curlArgs(n.h.URL("http", "allowed.test"))...)
+	if o.res.FailureType != runner.FailureNone || o.stdout != n.h.Body {
+		t.Fatalf("curl with the host's proxy variables passed: %+v, %q, %q", o.res, o.stdout, o.stderr)
+	}
+	for _, e := range o.res.Network {
+		if e.Addr == "192.0.2.1" {
+			t.Errorf("the command connected to the host's proxy: %+v", e)
+		}
+	}
+	n.sb.Env.Set = map[string]string{"HTTPS_PROXY": "http://proxy.example:3128"}
+	o = n.run("sh", "-c", "env | grep -i _proxy= | sort")
+	if o.res.FailureType != runner.FailureNone || o.stdout != "HTTPS_PROXY=http://proxy.example:3128\n" {
+		t.Fatalf("the sandbox's proxy variables: %+v, %q; want only the one the config sets", o.res, o.stdout)
+	}
+}
+
 // unlisted is an address on this machine that no allowed name resolves to.
 func (n *netSandbox) unlisted() string {
 	if n.h.NS != "" {
