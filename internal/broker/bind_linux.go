@@ -101,5 +101,8 @@ func (b *Broker) bind(c *call, op string, sockfd int32, addrAddr uint64, addrLen
 	sa := make([]byte, 2+len(l.name)+1)
 	binary.LittleEndian.PutUint16(sa, unix.AF_UNIX)
 	copy(sa[2:], l.name)
-	return errResult(rawBind(sock, sa))
+	err = rawBind(sock, sa)
+	// The worker's working directory pins nothing of the sandbox's.
+	_ = unix.Chdir("/")
+	return errResult(err)
 }
