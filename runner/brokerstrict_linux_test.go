@@ -93,12 +93,12 @@ func TestIntegrationBrokerStrictDenyWorks(t *testing.T) {
 	}
 	script := `set -e
 mkdir -p .git/hooks; cat .git/hooks/ >/dev/null 2>&1 || true
-echo data > f; cat f; grep -c '^Name:' /proc/self/status; head -c 3 /proc/thread-self/comm; echo
+echo data > f; cat /proc/self/root$PWD/f /proc/thread-self/cwd/f >/dev/null; cat f; grep -c '^Name:' /proc/self/status; head -c 3 /proc/thread-self/comm; echo
 echo in | cat /dev/stdin; ls /dev/fd/ >/dev/null; cat /etc/mtab >/dev/null
 python3 -c 'import json, email.mime.text, os; print(len(os.listdir("/proc/self/fd")) > 0)'
 export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t
 git init -q -b main r && cd r && echo x > a && git add a && git commit -q -m a && git log --oneline | wc -l
-cd .. && exec cat .env`
+cd .. && cat /proc/self/cwd/.env /proc/1/root$PWD/.env; exec cat .env`
 	out := run(t, sb, "", sh(script)...)
 	if out.stdout != "data\n1\nhea\nin\nTrue\n1\n" {
 		t.Fatalf("strict_deny broke ordinary work: %+v stdout %q stderr %s", out.res, out.stdout, out.stderr)

@@ -34,7 +34,9 @@ func (b *Broker) checkMode(op, p string, read bool) bool {
 }
 
 // procSelf rewrites a path under /proc/self or /proc/thread-self to the
-// caller's own pid (and thread) as the sandbox numbers them.
+// caller's own pid (and thread) as the sandbox numbers them, and one
+// through /proc/PID/root or /proc/PID/cwd (links the broker does not
+// follow in a path) to the path they lead to.
 func (c *call) procSelf(full string) string {
 	if !strings.Contains(full, "/proc/") {
 		return full
@@ -48,16 +50,64 @@ func (c *call) procSelf(full string) string {
 	case p == "/proc/thread-self" || strings.HasPrefix(p, "/proc/thread-self/"):
 		rest, thread = p[len("/proc/thread-self"):], true
 	default:
+		if r, ok := c.procLinks(p); ok {
+			return r
+		}
 		return full
 	}
 	tgid, tid, ok := c.nsIDs()
 	if !ok {
 		return full // the broker's own view: it names nothing of the caller
 	}
+	p = "/proc/" + tgid + rest
 	if thread {
-		return "/proc/" + tgid + "/task/" + tid + rest
+		p = "/proc/" + tgid + "/task/" + tid + rest
 	}
-	return "/proc/" + tgid + rest
+	if r, ok := c.procLinks(p); ok {
+		return r
+	}
+	return p
+}
+
+// procLinks rewrites /proc/N[/task/T]/root/REST to /REST (every process of
+// the sandbox has its root: none can chroot) and /proc/N[/task/T]/cwd/REST
+// to that process's working directory and REST; it reports false for
+// anything else.
+func (c *call) procLinks(p string) (string, bool) {
+	parts := strings.SplitN(strings.TrimPrefix(p, "/proc/"), "/", 5)
+	i := 1
+	if len(parts) > 3 && parts[1] == "task" {
+		i = 3
+	}
+	if len(parts) <= i || (parts[i] != "root" && parts[i] != "cwd") {
+		return "", false
+	}
+	for _, n := range parts[:i] {
+		if n != "task" && strings.Trim(n, "0123456789") != "" {
+			return "", false
+		}
+	}
+	rest := ""
+	if len(parts) > i+1 {
+		rest = "/" + strings.Join(parts[i+1:], "/")
+	}
+	if parts[i] == "root" {
+		return "/" + strings.TrimPrefix(rest, "/"), true
+	}
+	root, err := c.rootFD()
+	if err != nil {
+		return "", false
+	}
+	fd, err := unix.Openat2(root, "/proc/"+strings.Join(parts[:i], "/"), &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: resolveFlags})
+	if err != nil {
+		return "", false
+	}
+	defer unix.Close(fd)
+	cwd, err := readlinkat(fd, "cwd")
+	if err != nil || !strings.HasPrefix(cwd, "/") {
+		return "", false
+	}
+	return strings.TrimSuffix(cwd, "/") + rest, true
 }
 
 // dotName reports whether the last component of full is ".", ".." or
