@@ -65,9 +65,12 @@ func sessionDir() (*session.Dir, error) {
 	return session.OpenDir(cordon.StateDir())
 }
 
-// sessionStart starts `cordon session serve` detached from this process
-// (its own session, stdio on /dev/null, so it holds none of the caller's
-// pipes) and waits until it reports the sandbox ready or failed.
+// sessionStart starts the session's supervisor detached from this process
+// (its own session, stdio on /dev/null once the sandbox is ready, so it
+// holds none of the caller's pipes) and waits until it reports the sandbox
+// ready or failed. With cgo on Linux the supervisor was forked before the
+// Go runtime started (sessionstart_linux.c) and this is it; otherwise it
+// is a `cordon session serve` process started here.
 func sessionStart(args []string) int {
 	name := ""
 	rest := make([]string, 0, len(args))
@@ -95,6 +98,11 @@ func sessionStart(args []string) int {
 	if err := session.CheckName(name); err != nil {
 		fmt.Fprintf(os.Stderr, "cordon session start: %v\n", err)
 		return exitConfig
+	}
+	if fd := forkedReadyFD(); fd >= 0 {
+		// This is the supervisor, forked before the Go runtime started;
+		// the parent waits on the pipe (sessionstart_linux.c).
+		return serveSession(append([]string{"--name", name, "--ready-fd", strconv.Itoa(fd)}, rest...), true)
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -20,7 +20,12 @@ import (
 // lifetime, SIGTERM, or the sandbox dying). Until the sandbox is ready its
 // stderr is the starting command's; then it is /dev/null, so the caller's
 // pipes are never held.
-func sessionServe(args []string) int {
+func sessionServe(args []string) int { return serveSession(args, false) }
+
+// serveSession is sessionServe; printName prints the session's name on
+// stdout once it is ready (a supervisor forked by `cordon session start`,
+// whose stdout is the caller's).
+func serveSession(args []string, printName bool) int {
 	fs := newFlagSet("session serve", "--name N --ready-fd FD [sandbox flags]")
 	var sf sandboxFlags
 	var of overrideFlags
@@ -39,14 +44,21 @@ func sessionServe(args []string) int {
 	}
 	ready := os.NewFile(uintptr(*readyFD), "ready")
 	code, serve := startSupervisor(*name, &sf, &of, &ag)
+	if code == exitOK && printName {
+		fmt.Println(*name)
+	}
+	// The caller's pipes are let go before it hears back, so that a
+	// caller reading them to EOF (`$(cordon session start)`) returns.
+	if devNull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
+		for fd := 0; fd <= 2; fd++ {
+			_ = unix.Dup2(int(devNull.Fd()), fd)
+		}
+		devNull.Close()
+	}
 	fmt.Fprintf(ready, "%d\n", code)
 	ready.Close()
 	if serve == nil {
 		return code
-	}
-	if devNull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
-		_ = unix.Dup2(int(devNull.Fd()), 2)
-		devNull.Close()
 	}
 	return serve()
 }
