@@ -762,6 +762,35 @@ EOF
   want_absent "$ws/.git/hooks/pre-commit"
 }
 
+case_protect_metadata() {
+  # A hook the host keeps non-executable, under a protect pattern (no mount
+  # covers a pattern's match): neither chmod nor fchmod on a descriptor
+  # opened for reading may make it executable, nor touch change its times.
+  mkdir -p "$ws/sub/.git/hooks"
+  printf '#!/bin/sh\necho pwned\n' >"$ws/sub/.git/hooks/pre-commit"
+  chmod 644 "$ws/sub/.git/hooks/pre-commit"
+  local st script
+  st="$(stat -c '%a %Y' "$ws/sub/.git/hooks/pre-commit")"
+  printf 'sandbox:\n  root: %s\n  protect: ["**/.git/hooks"]\n' "$ws" >"$d/cordon.yaml"
+  for script in 'chmod +x sub/.git/hooks/pre-commit' \
+    'python3 -c "import os; os.fchmod(os.open(\"sub/.git/hooks/pre-commit\", os.O_RDONLY), 0o755)"' \
+    'touch -d @1 sub/.git/hooks/pre-commit'; do
+    crun --config "$d/cordon.yaml" -- sh -c "$script"
+    want_denied "$ws/sub/.git/hooks/pre-commit" || return 1
+    [ "$(stat -c '%a %Y' "$ws/sub/.git/hooks/pre-commit")" = "$st" ] || { echo "the hook's mode or times changed: $script"; return 1; }
+  done
+  rm -rf "$ws/sub"
+}
+
+case_bind_protected_socket() {
+  # bind(2) of a unix socket creates a file: not under a protected name.
+  mkdir -p "$ws/.git/hooks"
+  crun --profile workspace -- python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(".git/hooks/pre-commit")'
+  want_denied "$ws/.git/hooks/pre-commit" || return 1
+  want_absent "$ws/.git/hooks/pre-commit" || return 1
+  rm -rf "$ws/.git/hooks"
+}
+
 all_cases=(
   control_true workspace_write_intact
   write_usr write_etc write_root write_unmounted_dir
@@ -773,7 +802,7 @@ all_cases=(
   timeout_daemon fd_leak sigkill_leftovers concurrent_runs readonly_mount
   pids_limit memory_oom fork_bomb
   report_symlink report_fifo report_refusal audit_symlink_folder forged_setup_error setuid_for_host
-  write_shadow alias_mount
+  write_shadow alias_mount protect_metadata bind_protected_socket
 )
 $is_root && all_cases+=(readonly_submount)
 
