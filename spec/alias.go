@@ -43,8 +43,14 @@ func WithAliases(sb *Sandbox) *Sandbox {
 	}
 	c.Deny = appendAliases(c.Deny, sb.Deny, zones)
 	c.Protect = appendAliases(c.Protect, sb.Protect, zones)
-	// What the protected git configs include is protected too (see
-	// gitinclude.go).
+	// A read-write mount of a git directory keeps its hooks and config
+	// protected, and what the protected git configs include is protected
+	// too (see gitinclude.go).
+	if g := gitDirMounts(sb); len(g) > 0 {
+		c.Protect = appendAliases(append(c.Protect, g...), g, zones)
+		sb = sb.Clone()
+		sb.Protect = append(sb.Protect, g...)
+	}
 	if inc := gitIncludes(sb); len(inc) > 0 {
 		c.Protect = appendAliases(append(c.Protect, inc...), inc, zones)
 	}

@@ -178,3 +178,37 @@ func protectedBy(protect []string, p string) bool {
 	}
 	return false
 }
+
+// gitDirProtect are the paths protected in a read-write mount of a git
+// directory (a mount whose source is named .git): what the default list
+// protects in the workspace's own .git, except that a linked worktree's
+// own state (.git/worktrees/NAME: HEAD, index, logs) stays writable, so
+// git works in a linked worktree whose main repository is mounted so.
+var gitDirProtect = []string{
+	"hooks", "config", "commondir", "config.worktree",
+	"modules/**/hooks", "modules/**/config", "modules/**/commondir", "modules/**/config.worktree",
+	"worktrees/*/commondir", "worktrees/*/config.worktree", "worktrees/*/gitdir",
+	"worktrees/*/hooks", "worktrees/*/config",
+}
+
+// gitDirMounts returns the protect entries of sb's read-write mounts of a
+// git directory (their target joined with each of gitDirProtect).
+func gitDirMounts(sb *Sandbox) []string {
+	var out []string
+	for _, m := range sb.Mounts {
+		if m.Readonly || filepath.Base(m.Source) != ".git" {
+			continue
+		}
+		t := m.Target
+		if t == "" {
+			t = m.Source
+		}
+		for _, p := range gitDirProtect {
+			e := filepath.Join(t, p)
+			if !slices.Contains(sb.Protect, e) {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}

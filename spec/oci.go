@@ -263,7 +263,15 @@ func toOCI(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) (*
 	mounts = append(mounts, g.mounts...)
 	masked := slices.Clone(dockerMaskedPaths)
 	masked = append(masked, g.masked...)
-	readonly := append(slices.Clone(dockerReadonlyPaths), sb.Protect...)
+	readonly := slices.Clone(dockerReadonlyPaths)
+	for _, p := range sb.Protect {
+		// Below a file (.git/hooks where .git is a linked worktree's or
+		// a submodule's .git file) nothing can exist, and nothing can be
+		// made read-only: the broker refuses creating it.
+		if !belowFile(sb, p) {
+			readonly = append(readonly, p)
+		}
+	}
 
 	if proc.Cwd == "" {
 		proc.Cwd = sb.Root
@@ -563,6 +571,18 @@ func placeholders(sb *Sandbox, lstat func(string) (fs.FileInfo, error)) []Placeh
 		}
 	}
 	return out
+}
+
+// belowFile reports whether the host path of sandbox path p lies below a
+// file that is not a directory.
+func belowFile(sb *Sandbox, p string) bool {
+	z, ok := containingZone(sandboxZones(sb), p)
+	if !ok {
+		return false
+	}
+	host := filepath.Join(z.source, strings.TrimPrefix(strings.TrimPrefix(p, z.target), "/"))
+	_, err := os.Lstat(host)
+	return errors.Is(err, syscall.ENOTDIR)
 }
 
 // containingZone returns the zone with the longest target holding p.

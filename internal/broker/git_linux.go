@@ -167,6 +167,9 @@ func (b *Broker) renameGitConfig(op string, from, to loc) result {
 	existed := err == nil
 	switch {
 	case err == nil && !b.git.wroteIt(st):
+		// A config that existed before the broker wrote one (the
+		// host's): never replaced.
+		b.deny(op, to.path, b.policy.Refuse(to.path))
 		return fail(unix.EACCES)
 	case err != nil && err != unix.ENOENT:
 		return fail(err)
