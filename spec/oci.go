@@ -263,15 +263,7 @@ func toOCI(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) (*
 	mounts = append(mounts, g.mounts...)
 	masked := slices.Clone(dockerMaskedPaths)
 	masked = append(masked, g.masked...)
-	readonly := slices.Clone(dockerReadonlyPaths)
-	for _, p := range sb.Protect {
-		// Below a file (.git/hooks where .git is a linked worktree's or
-		// a submodule's .git file) nothing can exist, and nothing can be
-		// made read-only: the broker refuses creating it.
-		if !belowFile(sb, p) {
-			readonly = append(readonly, p)
-		}
-	}
+	readonly := readonlyPaths(sb)
 
 	if proc.Cwd == "" {
 		proc.Cwd = sb.Root
@@ -568,6 +560,20 @@ func placeholders(sb *Sandbox, lstat func(string) (fs.FileInfo, error)) []Placeh
 		ph := Placeholder{Zone: z.source, Rel: rel}
 		if !slices.Contains(out, ph) {
 			out = append(out, ph)
+		}
+	}
+	return out
+}
+
+// readonlyPaths are Docker's read-only paths and sb's protect paths,
+// except those below a file (.git/hooks where .git is a linked worktree's
+// or a submodule's .git file): nothing can exist there, and nothing can be
+// made read-only; the broker refuses creating it.
+func readonlyPaths(sb *Sandbox) []string {
+	out := slices.Clone(dockerReadonlyPaths)
+	for _, p := range sb.Protect {
+		if !belowFile(sb, p) {
+			out = append(out, p)
 		}
 	}
 	return out
