@@ -249,7 +249,10 @@ type Run struct {
 // denial in Finish.
 func (l *Log) Start(sb *spec.Sandbox, args []string, policy runner.Policy) (*Run, error) {
 	r := &Run{log: l, id: newID(), command: append([]string(nil), args...), policy: policy, sb: sb, start: time.Now()}
-	if sb != nil {
+	// The digest only names the sandbox in records: a log that writes
+	// nowhere needs none (a warm session's exec would hash the whole
+	// sandbox each time, about a tenth of its cost in cordon).
+	if sb != nil && l.Enabled() {
 		r.lineage = append([]string{}, sb.Lineage...)
 		d, err := spec.SandboxDigest(sb)
 		if err != nil {
