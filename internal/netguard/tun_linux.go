@@ -79,28 +79,16 @@ func MakeTun(dns []netip.Addr, fwd []netip.AddrPort) (*Device, error) {
 		if !a.IsLoopback() {
 			continue
 		}
-		addr := net.JoinHostPort(a.String(), "53")
-		if pc, err := net.ListenPacket("udp", addr); err == nil {
-			f, ferr := pc.(*net.UDPConn).File()
-			pc.Close()
-			if ferr != nil {
-				d.Close()
-				return nil, fmt.Errorf("DNS socket %s: %w", addr, ferr)
+		ap := netip.AddrPortFrom(a, 53)
+		for _, typ := range []int{unix.SOCK_DGRAM, unix.SOCK_STREAM} {
+			// One that cannot be bound is skipped (see above).
+			if f, err := loopbackSocket(typ, ap); err == nil {
+				d.DNS = append(d.DNS, f)
 			}
-			d.DNS = append(d.DNS, f)
-		}
-		if l, err := net.Listen("tcp", addr); err == nil {
-			f, ferr := l.(*net.TCPListener).File()
-			l.Close()
-			if ferr != nil {
-				d.Close()
-				return nil, fmt.Errorf("DNS socket %s: %w", addr, ferr)
-			}
-			d.DNS = append(d.DNS, f)
 		}
 	}
 	for _, ap := range fwd {
-		l, err := net.Listen("tcp", ap.String())
+		f, err := loopbackSocket(unix.SOCK_STREAM, ap)
 		if err != nil && ap.Addr().Is6() && errors.Is(err, unix.EADDRNOTAVAIL) {
 			// No IPv6 in the sandbox: nothing can connect to ::1.
 			continue
@@ -109,15 +97,47 @@ func MakeTun(dns []netip.Addr, fwd []netip.AddrPort) (*Device, error) {
 			d.Close()
 			return nil, fmt.Errorf("listen on %s in the sandbox for the allow list: %w", ap, err)
 		}
-		f, ferr := l.(*net.TCPListener).File()
-		l.Close()
-		if ferr != nil {
-			d.Close()
-			return nil, fmt.Errorf("listen on %s in the sandbox: %w", ap, ferr)
-		}
 		d.Forward = append(d.Forward, f)
 	}
 	return d, nil
+}
+
+// loopbackSocket binds a UDP socket (SOCK_DGRAM) or a listening TCP
+// socket (SOCK_STREAM) to ap in the calling thread's network namespace,
+// with plain system calls: the net package's first listener probes the
+// host (IPv6, MPTCP, somaxconn) and registers each socket with its poller,
+// which was most of the time the sockets took.
+func loopbackSocket(typ int, ap netip.AddrPort) (*os.File, error) {
+	a := ap.Addr().Unmap()
+	family := unix.AF_INET
+	var sa unix.Sockaddr
+	if a.Is4() {
+		sa = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: a.As4()}
+	} else {
+		family = unix.AF_INET6
+		sa = &unix.SockaddrInet6{Port: int(ap.Port()), Addr: a.As16()}
+	}
+	fd, err := unix.Socket(family, typ|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	if family == unix.AF_INET6 {
+		err = unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1)
+	}
+	if err == nil && typ == unix.SOCK_STREAM {
+		err = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	}
+	if err == nil {
+		err = os.NewSyscallError("bind", unix.Bind(fd, sa))
+	}
+	if err == nil && typ == unix.SOCK_STREAM {
+		err = os.NewSyscallError("listen", unix.Listen(fd, unix.SOMAXCONN))
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), ap.String()), nil
 }
 
 // LoopbackForwards are the loopback addresses and ports that rules name
@@ -191,17 +211,21 @@ func configure() error {
 		return fmt.Errorf("netlink: %w", err)
 	}
 	defer h.Close()
-	lo, err := h.LinkByName("lo")
+	// The links by index (an ioctl), not by name: netlink's answer for a
+	// name is every attribute of the link, which took longer to read
+	// than the set-up it is for.
+	loIdx, err := ifIndex("lo")
 	if err == nil {
-		err = h.LinkSetUp(lo)
+		err = h.LinkSetUp(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Index: loIdx, Name: "lo"}})
 	}
 	if err != nil {
 		return fmt.Errorf("bring lo up: %w", err)
 	}
-	link, err := h.LinkByName(TunName)
+	idx, err := ifIndex(TunName)
 	if err != nil {
 		return fmt.Errorf("find %s: %w", TunName, err)
 	}
+	link := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Index: idx, Name: TunName}}
 	if err := h.LinkSetMTU(link, MTU); err != nil {
 		return fmt.Errorf("set the MTU of %s: %w", TunName, err)
 	}
@@ -212,7 +236,6 @@ func configure() error {
 	if err := h.LinkSetUp(link); err != nil {
 		return fmt.Errorf("bring %s up: %w", TunName, err)
 	}
-	idx := link.Attrs().Index
 	if err := h.RouteAdd(&netlink.Route{LinkIndex: idx, Scope: netlink.SCOPE_LINK, Dst: &net.IPNet{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)}}); err != nil {
 		return fmt.Errorf("IPv4 default route: %w", err)
 	}
@@ -224,4 +247,22 @@ func configure() error {
 		}
 	}
 	return nil
+}
+
+// ifIndex returns the index of the calling thread's network namespace's
+// link name.
+func ifIndex(name string) (int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, os.NewSyscallError("socket", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq(name)
+	if err == nil {
+		err = unix.IoctlIfreq(fd, unix.SIOCGIFINDEX, ifr)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return int(ifr.Uint32()), nil
 }
