@@ -1,9 +1,7 @@
 package netguard
 
 import (
-	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -183,20 +181,4 @@ func (g *Guard) serveDNSPackets(pc net.PacketConn) {
 			}
 		}
 	}
-}
-
-// lookup resolves an allowed name with the host's resolver.
-func (p *policy) lookup(name string, v6 bool) ([]netip.Addr, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	network := "ip4"
-	if v6 {
-		network = "ip6"
-	}
-	addrs, err := p.resolver.LookupNetIP(ctx, network, name)
-	var de *net.DNSError
-	if errors.As(err, &de) && de.IsNotFound {
-		return nil, nil
-	}
-	return addrs, err
 }

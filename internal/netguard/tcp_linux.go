@@ -31,7 +31,7 @@ func (g *Guard) handleTCP(r *tcp.ForwarderRequest) {
 		}
 		return
 	}
-	c := &tcpConn{g: g, dst: dst, port: port}
+	c := &tcpConn{p: g.policy, dst: dst, port: port}
 	if !c.admit() {
 		if port == 22 {
 			// ssh (git over ssh) prints a refusal it can read.
@@ -43,57 +43,16 @@ func (g *Guard) handleTCP(r *tcp.ForwarderRequest) {
 		r.Complete(true)
 		return
 	}
-	if !g.spawn(func() { c.run(r) }) {
+	if !g.spawn(func() { g.runConn(c, r) }) {
 		g.tooMany("tcp", dst, port)
 		r.Complete(true)
 	}
 }
 
-// tcpConn is one connection from the sandbox.
-type tcpConn struct {
-	g    *Guard
-	dst  netip.Addr
-	port uint16
-	// names are the pinned names the destination may be reached as; rule
-	// is set when an address rule admits it.
-	names    []string
-	addrRule Rule
-	ev       Event
-	downConn net.Conn
-}
-
-// admit decides the destination alone, before any byte is read.
-func (c *tcpConn) admit() bool {
-	p := c.g.policy
-	c.ev = Event{Time: time.Now().UTC(), Proto: "tcp", Addr: c.dst.String(), Port: c.port, HostFrom: FromAddr}
-	if r, ok := addrRule(p.rules, c.dst, c.port); ok {
-		c.addrRule = r
-		c.ev.Rule = r.Text
-		return true
-	}
-	names, any := p.pinned(c.dst, c.port)
-	if len(names) > 0 {
-		c.names = names
-		c.ev.Host, c.ev.HostFrom = names[0], FromDNS
-		return true
-	}
-	c.ev.Decision = Deny
-	if any {
-		pn, _ := p.pinnedAny(c.dst)
-		_, why := nameDecision(p.rules, pn, c.port)
-		c.ev.Host, c.ev.HostFrom, c.ev.Reason, c.ev.Detail = pn, FromDNS, ReasonPort, why
-	} else {
-		c.ev.Reason = ReasonAddress
-		c.ev.Detail = fmt.Sprintf("%s is not in the allow list %s: it is an address no allowed host resolved to; connect by name",
-			hostPort(c.dst.String(), c.port), list(p.rules))
-	}
-	p.record(c.ev)
-	return false
-}
-
-func (c *tcpConn) run(r *tcp.ForwarderRequest) {
-	p := c.g.policy
-	ctx, cancel := context.WithTimeout(c.g.ctx, 30*time.Second)
+// runConn dials an admitted connection's destination and relays it.
+func (g *Guard) runConn(c *tcpConn, r *tcp.ForwarderRequest) {
+	p := g.policy
+	ctx, cancel := context.WithTimeout(g.ctx, 30*time.Second)
 	up, err := p.dial(ctx, "tcp", net.JoinHostPort(c.dst.String(), strconv.Itoa(int(c.port))))
 	cancel()
 	if err != nil {
@@ -102,11 +61,11 @@ func (c *tcpConn) run(r *tcp.ForwarderRequest) {
 		p.record(c.ev)
 		return
 	}
-	if !c.g.track(up) {
+	if !g.track(up) {
 		r.Complete(true)
 		return
 	}
-	defer c.g.untrack(up)
+	defer g.untrack(up)
 	var wq waiter.Queue
 	ep, terr := r.CreateEndpoint(&wq)
 	if terr != nil {
@@ -118,18 +77,6 @@ func (c *tcpConn) run(r *tcp.ForwarderRequest) {
 	down := gonet.NewTCPConn(&wq, ep)
 	defer down.Close()
 	c.relay(down, up)
-}
-
-// pinnedAny returns one name pinned to a, on any port.
-func (p *policy) pinnedAny(a netip.Addr) (string, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if pn := p.pins[a.Unmap()]; pn != nil {
-		for n := range pn.names {
-			return n, true
-		}
-	}
-	return "", false
 }
 
 // refuseSSH accepts a refused connection to port 22 and answers in SSH's
@@ -173,4 +120,63 @@ func sshDisconnect(text string) []byte {
 	pkt = append(pkt, byte(pad))
 	pkt = append(pkt, payload...)
 	return append(pkt, make([]byte, pad)...)
+}
+
+// admit decides the destination alone, before any byte is read.
+func (c *tcpConn) admit() bool {
+	p := c.p
+	c.ev = Event{Time: time.Now().UTC(), Proto: "tcp", Addr: c.dst.String(), Port: c.port, HostFrom: FromAddr}
+	if r, ok := addrRule(p.rules, c.dst, c.port); ok {
+		c.addrRule = r
+		c.ev.Rule = r.Text
+		return true
+	}
+	names, any := p.pinned(c.dst, c.port)
+	if len(names) > 0 {
+		c.names = names
+		c.ev.Host, c.ev.HostFrom = names[0], FromDNS
+		return true
+	}
+	c.ev.Decision = Deny
+	if any {
+		pn, _ := p.pinnedAny(c.dst)
+		_, why := nameDecision(p.rules, pn, c.port)
+		c.ev.Host, c.ev.HostFrom, c.ev.Reason, c.ev.Detail = pn, FromDNS, ReasonPort, why
+	} else {
+		c.ev.Reason = ReasonAddress
+		c.ev.Detail = fmt.Sprintf("%s is not in the allow list %s: it is an address no allowed host resolved to; connect by name",
+			hostPort(c.dst.String(), c.port), list(p.rules))
+	}
+	p.record(c.ev)
+	return false
+}
+
+// pinned returns the names pinned to a that an allow rule admits on port,
+// and whether any name is pinned to a at all.
+func (p *policy) pinned(a netip.Addr, port uint16) (names []string, any bool) {
+	a = a.Unmap()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pn := p.pins[a]
+	if pn == nil {
+		return nil, false
+	}
+	for n := range pn.names {
+		if r, _ := nameDecision(p.rules, n, port); r.Text != "" {
+			names = append(names, n)
+		}
+	}
+	return names, true
+}
+
+// pinnedAny returns one name pinned to a, on any port.
+func (p *policy) pinnedAny(a netip.Addr) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pn := p.pins[a.Unmap()]; pn != nil {
+		for n := range pn.names {
+			return n, true
+		}
+	}
+	return "", false
 }

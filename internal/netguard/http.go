@@ -99,10 +99,10 @@ func (c *tcpConn) httpLoop(br *bufio.Reader, up net.Conn, out *atomic.Int64) (ag
 			host = h
 		}
 		name := normalizeName(host)
-		r, why := nameDecision(c.g.rules, name, c.port)
+		r, why := nameDecision(c.p.rules, name, c.port)
 		if r.Text == "" {
 			if name == "" {
-				why = fmt.Sprintf("HTTP Host %q is not an allowed host name; allowed: %s", req.Host, list(c.g.rules))
+				why = fmt.Sprintf("HTTP Host %q is not an allowed host name; allowed: %s", req.Host, list(c.p.rules))
 			}
 			err := c.deny(FromHTTP, req.Host, ReasonHTTPHost, why)
 			body := "cordon: network_denied: " + why + "\n"

@@ -44,7 +44,7 @@ func (c *tcpConn) relay(down, up net.Conn) {
 	c.ev.BytesIn, c.ev.BytesOut = in.Load(), out.Load()
 	if c.ev.Decision == "" {
 		c.ev.Decision = Allow
-		c.g.record(c.ev)
+		c.p.record(c.ev)
 	}
 }
 
@@ -101,7 +101,7 @@ func (c *tcpConn) clientToServer(br *bufio.Reader, up net.Conn, out *atomic.Int6
 // deny records a denial of this connection.
 func (c *tcpConn) deny(from, host, reason, detail string) error {
 	c.ev.Decision, c.ev.HostFrom, c.ev.Host, c.ev.Reason, c.ev.Detail = Deny, from, host, reason, detail
-	c.g.record(c.ev)
+	c.p.record(c.ev)
 	return errDenied
 }
 
@@ -116,10 +116,10 @@ func (c *tcpConn) checkTLS(br *bufio.Reader, up net.Conn, out *atomic.Int64, byN
 	case !ok && byName:
 		return c.deny(FromSNI, c.ev.Host, ReasonNoSNI, where+": the TLS ClientHello could not be read")
 	case byName && sni == "":
-		return c.deny(FromSNI, "", ReasonNoSNI, fmt.Sprintf("%s: TLS without a server name is allowed only to an address in the allow list %s", where, list(c.g.rules)))
+		return c.deny(FromSNI, "", ReasonNoSNI, fmt.Sprintf("%s: TLS without a server name is allowed only to an address in the allow list %s", where, list(c.p.rules)))
 	case byName:
 		name := normalizeName(sni)
-		if r, why := nameDecision(c.g.rules, name, c.port); r.Text == "" {
+		if r, why := nameDecision(c.p.rules, name, c.port); r.Text == "" {
 			if name == "" {
 				why = fmt.Sprintf("TLS server name %q is not a host name", sni)
 			}

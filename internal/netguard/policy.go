@@ -3,6 +3,7 @@ package netguard
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -148,24 +149,6 @@ func (p *policy) addPin(a netip.Addr, name string, r Rule) {
 	pn.names[name] = r
 }
 
-// pinned returns the names pinned to a that an allow rule admits on port,
-// and whether any name is pinned to a at all.
-func (p *policy) pinned(a netip.Addr, port uint16) (names []string, any bool) {
-	a = a.Unmap()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pn := p.pins[a]
-	if pn == nil {
-		return nil, false
-	}
-	for n := range pn.names {
-		if r, _ := nameDecision(p.rules, n, port); r.Text != "" {
-			names = append(names, n)
-		}
-	}
-	return names, true
-}
-
 // Denials returns the first denials (at most maxDenials), in order.
 func (p *policy) Denials() []Event {
 	p.mu.Lock()
@@ -227,4 +210,20 @@ func localAddrs() map[netip.Addr]bool {
 		}
 	}
 	return out
+}
+
+// lookup resolves an allowed name with the host's resolver.
+func (p *policy) lookup(name string, v6 bool) ([]netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	network := "ip4"
+	if v6 {
+		network = "ip6"
+	}
+	addrs, err := p.resolver.LookupNetIP(ctx, network, name)
+	var de *net.DNSError
+	if errors.As(err, &de) && de.IsNotFound {
+		return nil, nil
+	}
+	return addrs, err
 }
