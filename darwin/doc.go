@@ -15,7 +15,13 @@
 // paths, and any write to the directories above a deny, protect or nested
 // read-only path, which stops a rename of a parent from moving a protected
 // tree out from under its rule. Finally the network is denied unless it is
-// on, Unix sockets included.
+// on, Unix sockets included. A sandbox with an allow list may open TCP
+// connections to one port of localhost only: that of the HTTP proxy the
+// run starts in cordon's process (netguard.Proxy), which decides every
+// connection by the allow list; the command gets the proxy variables
+// (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY with the run's credentials,
+// NODE_USE_ENV_PROXY, JAVA_TOOL_OPTIONS), and a program that ignores them
+// cannot connect at all.
 //
 // Paths are written the way Seatbelt sees them: symbolic links resolved and
 // /tmp, /var and /etc spelled /private/tmp, /private/var and /private/etc.
@@ -25,12 +31,10 @@
 // (a control character, say) is refused with ErrUnsafeString.
 //
 // What Seatbelt cannot do is refused with an *UnenforceableError that names
-// the feature and says it works on Linux: remapped mounts, a rootfs, memory,
-// pids and cpu limits and network allow lists. When the sandbox allows
-// degradation (require_os_sandbox: false) the limits and the allow list are
-// reported by Unsupported as degraded instead (an allow list degrades to no
-// network, never to an open one) and the run's Result lists them in
-// Unenforced.
+// the feature and says it works on Linux: remapped mounts, a rootfs, and
+// memory, pids and cpu limits. When the sandbox allows degradation
+// (require_os_sandbox: false) the limits are reported by Unsupported as
+// degraded instead and the run's Result lists them in Unenforced.
 //
 // Each run's profile carries a unique tag on its deny rules, so the denials
 // that macOS logs can be tied to the run; ParseDenials reads those log

@@ -23,6 +23,11 @@ type ProfileOptions struct {
 	// and may hold only letters, digits, '.', '_' and '-' (at most 64).
 	// "" means DefaultTag.
 	Tag string
+	// ProxyPort is the port of the run's proxy on localhost (see
+	// netguard.Proxy) when the sandbox has a network allow list: the
+	// profile allows TCP to it and to nothing else. 0 in a profile
+	// printed for review stands for the port a run chooses.
+	ProxyPort int
 	// Canon canonicalizes an absolute path the way Seatbelt sees it. nil
 	// means Canonicalize, the real one for this host. Tests pass a fixed
 	// function so that profiles do not depend on the host.
@@ -60,7 +65,11 @@ type profileBuilder struct {
 	canon   func(string) string
 	tag     string
 	network bool // network on after degradation
-	err     error
+	// proxy: the network is on with an allow list, enforced by the
+	// run's proxy at proxyPort.
+	proxy     bool
+	proxyPort int
+	err       error
 
 	areas   []area   // canonical paths, sorted parents first
 	rwAreas []string // canonical paths of the rw areas
@@ -99,6 +108,12 @@ func Profile(sb *spec.Sandbox, opts ProfileOptions) (string, error) {
 		canon:   canon,
 		tag:     tag,
 		network: sb.Network.Enabled && len(sb.Network.Allow) == 0,
+		// Enforce dropped an allow list it could not enforce.
+		proxy:     sb.Network.Enabled && len(sb.Network.Allow) > 0,
+		proxyPort: opts.ProxyPort,
+	}
+	if b.proxyPort < 0 || b.proxyPort > 65535 {
+		return "", fmt.Errorf("%w: proxy port %d", ErrBadRequest, b.proxyPort)
 	}
 	sections := b.build()
 	if b.err != nil {
@@ -315,8 +330,11 @@ func (b *profileBuilder) startupPaths() []string {
 	if b.sb.System.Kind == spec.SystemHost {
 		out = append(out, DeveloperDirs...)
 	}
-	if b.network {
+	switch {
+	case b.network:
 		out = append(out, networkReads...)
+	case b.proxy:
+		out = append(out, certificateReads...)
 	}
 	return out
 }
@@ -496,30 +514,6 @@ func (b *profileBuilder) guardSection() section {
 	s := section{comment: "Parents of deny, protect and nested read-only paths: not renamable, removable or creatable, so nothing can move a guarded tree out from under its rule."}
 	for _, a := range list {
 		s.rules = append(s.rules, rule{action: "deny", ops: []string{"file-write*"}, filter: "(regex " + regexLiteral(pathRegex(a, false)) + ")", tagged: true})
-	}
-	return s
-}
-
-func (b *profileBuilder) networkSection() section {
-	if !b.network {
-		return section{
-			comment: "Network off: no sockets to any address, Unix sockets included; socket pairs between this sandbox's processes still work.",
-			rules: []rule{
-				{action: "allow", ops: []string{"system-socket"}, filter: "(socket-domain AF_UNIX)"},
-				{action: "deny", ops: []string{"network*"}, tagged: true},
-			},
-		}
-	}
-	s := section{comment: "Network on: IP to every address, plus the services DNS and TLS need. Not Unix sockets at filesystem paths (docker.sock, ssh-agent), which no file rule shows; mDNSResponder's socket is the one DNS needs."}
-	s.rules = append(s.rules,
-		rule{action: "allow", ops: []string{"network-outbound"}, filter: `(remote ip "*:*")`},
-		rule{action: "allow", ops: []string{"network-inbound"}, filter: `(local ip "*:*")`},
-		rule{action: "allow", ops: []string{"network-bind"}, filter: `(local ip "*:*")`},
-		rule{action: "allow", ops: []string{"network-outbound"}, filter: `(literal "/private/var/run/mDNSResponder")`},
-		rule{action: "allow", ops: []string{"system-socket"}},
-	)
-	for _, name := range networkMachServices {
-		s.rules = append(s.rules, rule{action: "allow", ops: []string{"mach-lookup"}, filter: "(global-name " + quote(name) + ")"})
 	}
 	return s
 }

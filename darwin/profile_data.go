@@ -99,3 +99,11 @@ var networkReads = []string{
 	"/private/etc/ssl/certs",
 	"/private/var/run/resolv.conf",
 }
+
+// certificateReads are the certificate files a client that verifies TLS
+// itself reads (curl, git), allowed with an allow list, whose connections
+// all go through cordon's proxy: the resolver's files are not.
+var certificateReads = []string{
+	"/private/etc/ssl/cert.pem",
+	"/private/etc/ssl/certs",
+}

@@ -87,6 +87,9 @@ func goldenSandboxes() map[string]*spec.Sandbox {
 
 	off := &spec.Sandbox{Root: "/Users/dev/proj", System: spec.System{Kind: spec.SystemHost}, RequireOSSandbox: true}
 
+	allow := workspaceSandbox()
+	allow.Network = spec.Network{Enabled: true, Allow: []string{"github.com:443", "*.pypi.org", "[::1]:53"}}
+
 	degraded := workspaceSandbox()
 	degraded.RequireOSSandbox = false
 	degraded.Network = spec.Network{Enabled: true, Allow: []string{"github.com:443"}}
@@ -100,15 +103,23 @@ func goldenSandboxes() map[string]*spec.Sandbox {
 		"deny-protect":  denyProtect,
 		"network-on":    on,
 		"network-off":   off,
+		"network-allow": allow,
 		"degraded":      degraded,
 		"pure-function": {System: spec.System{Kind: spec.SystemNone}, RequireOSSandbox: true, Lineage: []string{"fmt"}},
 	}
 }
 
+// goldenProxyPort is the proxy port of the network-allow golden.
+const goldenProxyPort = 49152
+
 func TestGoldenProfiles(t *testing.T) {
 	for name, sb := range goldenSandboxes() {
 		t.Run(name, func(t *testing.T) {
-			got, err := Profile(sb, ProfileOptions{Canon: fakeCanon})
+			opts := ProfileOptions{Canon: fakeCanon}
+			if name == "network-allow" {
+				opts.ProxyPort = goldenProxyPort
+			}
+			got, err := Profile(sb, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +235,8 @@ func TestProfileNetwork(t *testing.T) {
 		{"network-on", true, true}, // IP only: no docker.sock or ssh-agent
 		{"network-off", false, true},
 		{"workspace", false, true},
-		{"degraded", false, true}, // an allow list degrades to off, never on
+		{"degraded", false, true},      // the allow list goes through the proxy: no endpoint but its port
+		{"network-allow", false, true}, // idem
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,6 +255,51 @@ func TestProfileNetwork(t *testing.T) {
 				t.Errorf("unix socket connect allowed = %v with network open = %v", got, tt.open)
 			}
 		})
+	}
+}
+
+// TestProfileAllowListReachesOnlyTheProxy: with an allow list, the
+// sandbox may open TCP connections to its run's proxy port on localhost
+// and to nothing else: no other port (another local service), no other
+// address, no listening, no Unix socket (mDNSResponder's included), and
+// none of the Mach services that resolve names or fetch certificates
+// outside the sandbox. This is what makes a program that ignores the proxy
+// variables fail closed.
+func TestProfileAllowListReachesOnlyTheProxy(t *testing.T) {
+	sb := goldenSandboxes()["network-allow"]
+	src, err := Profile(sb, ProfileOptions{Canon: fakeCanon, ProxyPort: 50123})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustRead(t, src, DefaultTag)
+	for _, c := range []struct {
+		op, path string
+		want     bool
+	}{
+		{"network-outbound", "tcp localhost:50123", true},
+		{"network-outbound", "tcp localhost:50124", false},
+		{"network-outbound", "tcp localhost:53", false},
+		{"network-outbound", "", false},
+		{"network-outbound", "/private/var/run/mDNSResponder", false},
+		{"network-outbound", "/private/var/run/docker.sock", false},
+		{"network-bind", "", false},
+		{"network-inbound", "", false},
+		{"system-socket", "", false},
+	} {
+		if got := p.allows(t, c.op, c.path); got != c.want {
+			t.Errorf("%s %q allowed = %v, want %v", c.op, c.path, got, c.want)
+		}
+	}
+	for _, name := range []string{"com.apple.dnssd.service", "com.apple.SystemConfiguration.DNSConfiguration", "com.apple.trustd.agent", "com.apple.ocspd", "com.apple.networkd"} {
+		if strings.Contains(src, quote(name)) {
+			t.Errorf("the profile allows the Mach service %s", name)
+		}
+	}
+	if strings.Contains(src, "/private/etc/resolv.conf") || !strings.Contains(src, "/private/etc/ssl/cert.pem") {
+		t.Error("resolver files readable, or the certificates not")
+	}
+	if _, err := Profile(sb, ProfileOptions{Canon: fakeCanon, ProxyPort: 70000}); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("port 70000: %v", err)
 	}
 }
 
@@ -280,13 +337,14 @@ func TestUnsupported(t *testing.T) {
 		{"timeout file size output are enforced", func(s *spec.Sandbox) {
 			s.Limits = spec.Limits{Timeout: time.Second, FileSize: 1 << 20, Output: 1 << 20}
 		}, 0, 0, ""},
+		// Enforced by the run's proxy (see TestProfileAllowListReachesOnlyTheProxy).
 		{"allow list", func(s *spec.Sandbox) {
 			s.Network = spec.Network{Enabled: true, Allow: []string{"github.com:443"}}
-		}, 1, 0, "allow list (github.com:443)"},
-		{"allow list degraded", func(s *spec.Sandbox) {
+		}, 0, 0, ""},
+		{"allow list, degradation allowed", func(s *spec.Sandbox) {
 			s.RequireOSSandbox = false
 			s.Network = spec.Network{Enabled: true, Allow: []string{"github.com:443"}}
-		}, 0, 1, "network is off"},
+		}, 0, 0, ""},
 		{"non-ascii deny below the workspace", func(s *spec.Sandbox) {
 			s.Deny = []string{"/Users/dev/proj/café"}
 		}, 1, 0, "Unicode"},

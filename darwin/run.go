@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cordon-run/cordon/internal/netguard"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
@@ -68,9 +69,11 @@ func commandLine(profile string, args []string, fileSize int64) ([]string, error
 // processEnv builds the environment of the sandboxed process: the host
 // variables named in sb.Env.Pass that lookup finds, then sb.Env.Set, which
 // wins. PATH defaults to DefaultPath, and HOME and TMPDIR to tmp, the run's
-// private directory, because the host's home is not in the sandbox. The
-// result is sorted.
-func processEnv(sb *spec.Sandbox, tmp string, lookup func(string) (string, bool)) []string {
+// private directory, because the host's home is not in the sandbox. proxy
+// are the variables of the run's proxy (netguard.Proxy.Env), for a
+// sandbox with an allow list: they win over both, since a client that
+// went around the proxy would only fail. The result is sorted.
+func processEnv(sb *spec.Sandbox, tmp string, lookup func(string) (string, bool), proxy ...string) []string {
 	env := map[string]string{}
 	for _, name := range sb.Env.Pass {
 		if v, ok := lookup(name); ok {
@@ -78,6 +81,10 @@ func processEnv(sb *spec.Sandbox, tmp string, lookup func(string) (string, bool)
 		}
 	}
 	for k, v := range sb.Env.Set {
+		env[k] = v
+	}
+	for _, kv := range proxy {
+		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
 	defaults := map[string]string{"PATH": DefaultPath, "HOME": tmp, "TMPDIR": tmp}
@@ -140,6 +147,11 @@ type outcome struct {
 	Cwd string
 	// Duration is the run's wall time.
 	Duration time.Duration
+	// NetDenials are the denials of the run's proxy (the first ones) and
+	// NetDenialCount how many there were: cordon's own record, which
+	// explains a failure before anything the command printed.
+	NetDenials     []netguard.Event
+	NetDenialCount int
 }
 
 // sandboxExecFailure matches sandbox-exec's report that it could not run
@@ -187,6 +199,7 @@ func classify(sb *spec.Sandbox, degraded []string, policy runner.Policy, timeout
 			*res = sandboxExecResult(*res, policy, ro.Cwd, first)
 			return true
 		},
+		runner.NetworkDenials(o.NetDenials, o.NetDenialCount),
 		explainer(policy, sb, ParseDenials(o.Stderr), true),
 		runner.PolicyDenials(policy, sb),
 		explainer(policy, sb, o.LogDenials, eperm().MatchString(o.Stderr)),
@@ -238,7 +251,10 @@ func sandboxExecResult(res runner.Result, policy runner.Policy, cwd, line string
 // operation in a sandbox without network.
 func explainDenials(policy runner.Policy, sb *spec.Sandbox, cwd string, ds []Denial) (runner.Denial, bool) {
 	for _, d := range ds {
-		if strings.HasPrefix(d.Operation, "network") && (sb == nil || !sb.Network.Enabled || len(sb.Network.Allow) > 0) {
+		if strings.HasPrefix(d.Operation, "network") && sb != nil && sb.Network.Enabled && len(sb.Network.Allow) > 0 {
+			return runner.Denial{Path: d.Path, Detail: fmt.Sprintf("a connection was refused: with the allow list [%s], programs connect only through cordon's proxy, which HTTPS_PROXY, HTTP_PROXY and ALL_PROXY name; this one did not use it (ssh, raw sockets, a client that ignores the proxy variables, or a Unix socket)", strings.Join(sb.Network.Allow, ", "))}, true
+		}
+		if strings.HasPrefix(d.Operation, "network") && (sb == nil || !sb.Network.Enabled) {
 			what := "a connection"
 			if d.Path != "" {
 				what = "a connection to the Unix socket " + d.Path

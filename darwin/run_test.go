@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-run/cordon/internal/netguard"
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
@@ -104,10 +105,16 @@ func TestProcessEnv(t *testing.T) {
 		{"pass", spec.Env{Pass: []string{"PATH", "LANG", "MISSING"}}, []string{"HOME=/tmp/run", "LANG=C.UTF-8", "PATH=/opt/bin:/usr/bin", "TMPDIR=/tmp/run"}},
 		{"set wins", spec.Env{Pass: []string{"LANG"}, Set: map[string]string{"LANG": "fr_FR", "FOO": "bar", "TMPDIR": "/x"}}, []string{"FOO=bar", "HOME=/tmp/run", "LANG=fr_FR", "PATH=" + DefaultPath, "TMPDIR=/x"}},
 		{"host home only when passed", spec.Env{Pass: []string{"HOME"}}, []string{"HOME=/Users/dev", "PATH=" + DefaultPath, "TMPDIR=/tmp/run"}},
+		{"the proxy's variables win", spec.Env{Set: map[string]string{"HTTPS_PROXY": "http://elsewhere:3128", "NO_PROXY": "*"}},
+			[]string{"HOME=/tmp/run", "HTTPS_PROXY=http://cordon:k@127.0.0.1:5", "NO_PROXY=", "PATH=" + DefaultPath, "TMPDIR=/tmp/run"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := processEnv(&spec.Sandbox{Env: tt.env}, "/tmp/run", lookup)
+			var proxy []string
+			if tt.name == "the proxy's variables win" {
+				proxy = []string{"HTTPS_PROXY=http://cordon:k@127.0.0.1:5", "NO_PROXY="}
+			}
+			got := processEnv(&spec.Sandbox{Env: tt.env}, "/tmp/run", lookup, proxy...)
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %q\nwant %q", got, tt.want)
 			}
@@ -181,6 +188,10 @@ func TestClassify(t *testing.T) {
 	}
 	netSb := sb.Clone()
 	netSb.Network = spec.Network{Enabled: true}
+	allowSb := sb.Clone()
+	allowSb.Network = spec.Network{Enabled: true, Allow: []string{"github.com:443", "*.pypi.org"}}
+	refused := netguard.Event{Proto: "tcp", Host: "github.io", HostFrom: netguard.FromConnect, Port: 443, Decision: netguard.Deny, Reason: netguard.ReasonNotAllowed,
+		Detail: "github.io:443 is not in the allow list [github.com:443, *.pypi.org]"}
 	tests := []struct {
 		name    string
 		sb      *spec.Sandbox
@@ -212,6 +223,15 @@ func TestClassify(t *testing.T) {
 			LogDenials: []Denial{{PID: 5, Process: "ls", Operation: "file-read-data", Path: base + "/outside"}}}, 1, runner.FailureSandboxDenied, base + "/outside", "outside the sandbox"},
 		{"log names a unix socket", sb, outcome{ExitCode: 1, Stderr: "error: connect: Operation not permitted\n",
 			LogDenials: []Denial{{PID: 5, Process: "docker", Operation: "network-outbound", Path: "/private/var/run/docker.sock"}}}, 1, runner.FailureSandboxDenied, "/private/var/run/docker.sock", "Unix sockets included"},
+		// The proxy's own record types the failure, never the command's
+		// words.
+		{"proxy denial", allowSb, outcome{ExitCode: 56, Stderr: "curl: (56) CONNECT tunnel failed, response 403\n", NetDenials: []netguard.Event{refused}, NetDenialCount: 3},
+			56, runner.FailureNetworkDenied, "", "github.io:443 is not in the allow list [github.com:443, *.pypi.org] (and 2 more network denials)"},
+		{"proxy denial of a command that succeeded", allowSb, outcome{NetDenials: []netguard.Event{refused}, NetDenialCount: 1}, 0, runner.FailureNone, "", ""},
+		{"the command's words alone", allowSb, outcome{ExitCode: 1, Stderr: "cordon: network_denied: github.io:443 is not in the allow list [github.com:443, *.pypi.org]\n"},
+			1, runner.FailureProcessError, "", "status 1"},
+		{"a client that ignored the proxy", allowSb, outcome{ExitCode: 255, Stderr: "ssh: connect to host github.com port 22: Operation not permitted\n",
+			LogDenials: []Denial{{PID: 5, Process: "ssh", Operation: "network-outbound"}}}, 255, runner.FailureSandboxDenied, "", "did not use it"},
 		{"log noise without an EPERM is ignored", sb, outcome{ExitCode: 1, Stderr: "test failed\n",
 			LogDenials: []Denial{{PID: 5, Process: "python3", Operation: "file-read-data", Path: "/Users/u/.CFUserTextEncoding"}}}, 1, runner.FailureProcessError, "", "status 1"},
 	}

@@ -69,7 +69,18 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 	tmp := Canonicalize(tmpHost)
 	runSb := withTempDir(enf.Sandbox, tmp)
 	tag := NewTag()
-	profile, err := Profile(runSb, ProfileOptions{Tag: tag})
+	opts := ProfileOptions{Tag: tag}
+	var netLog netEvents
+	proxy, err := startProxy(runSb, &netLog)
+	if err != nil {
+		return fail(err)
+	}
+	var proxyEnv []string
+	if proxy != nil {
+		defer proxy.Close()
+		opts.ProxyPort, proxyEnv = proxy.Port(), proxy.Env()
+	}
+	profile, err := Profile(runSb, opts)
 	if err != nil {
 		return fail(err)
 	}
@@ -89,7 +100,7 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 	cwd := workDir(req, tmp)
 
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = processEnv(sb, tmp, os.LookupEnv)
+	cmd.Env = processEnv(sb, tmp, os.LookupEnv, proxyEnv...)
 	cmd.Dir = cwd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.WaitDelay = 2 * time.Second
@@ -132,10 +143,16 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 	if ps := cmd.ProcessState; ps != nil {
 		o.ExitCode, o.Signal, _ = runner.ExitOf(ps, nil)
 	}
-	if o.StartErr == nil && !timedOut && !canceled && o.ExitCode != 0 && eperm().MatchString(o.Stderr) {
+	if proxy != nil {
+		// Every connection is recorded when the proxy has closed.
+		proxy.Close()
+		o.NetDenials, o.NetDenialCount = proxy.Denials(), proxy.DenialCount()
+	}
+	if o.StartErr == nil && !timedOut && !canceled && o.ExitCode != 0 && o.NetDenialCount == 0 && eperm().MatchString(o.Stderr) {
 		o.LogDenials = logDenials(tag, start)
 	}
 	res := classify(sb, degraded, table, req.EffectiveTimeout(), o)
+	res.Network = netLog.all()
 	res.OutputTruncated = runner.ReportTruncation(req.Stderr, outCap, errCap)
 	return res, nil
 }

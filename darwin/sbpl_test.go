@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -257,13 +258,19 @@ func checkRule(f *sexp, tag string) (sbRule, error) {
 				err = fmt.Errorf("target %q", r.arg)
 			}
 		case "remote", "local":
-			if len(args) != 2 || args[0].kind != "symbol" || args[0].text != "ip" || args[1].kind != "string" || args[1].text != "*:*" {
-				err = fmt.Errorf("(%s) wants ip \"*:*\"", head)
+			// Any IP endpoint, or TCP to one port of localhost (a run's
+			// proxy).
+			switch {
+			case len(args) == 2 && args[0].kind == "symbol" && args[0].text == "ip" && args[1].kind == "string" && args[1].text == "*:*":
+				r.arg = "ip *:*"
+			case head == "remote" && len(args) == 2 && args[0].kind == "symbol" && args[0].text == "tcp" && args[1].kind == "string" && localhostPort().MatchString(args[1].text):
+				r.arg = "tcp " + args[1].text
+			default:
+				err = fmt.Errorf("(%s) wants ip \"*:*\" or tcp \"localhost:PORT\"", head)
 			}
-			r.arg = "ip *:*"
 		case "socket-domain":
 			r.arg, err = one("symbol")
-			if err == nil && r.arg != "AF_UNIX" {
+			if err == nil && r.arg != "AF_UNIX" && r.arg != "AF_INET" && r.arg != "AF_INET6" {
 				err = fmt.Errorf("socket-domain %q", r.arg)
 			}
 		default:
@@ -293,6 +300,9 @@ func checkRule(f *sexp, tag string) (sbRule, error) {
 	return r, nil
 }
 
+// localhostPort is the endpoint of a (remote tcp ...) filter.
+var localhostPort = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^localhost:[0-9]{1,5}$`) })
+
 // covers reports whether rule operation ruleOp applies to operation op.
 func covers(ruleOp, op string) bool {
 	if strings.HasSuffix(ruleOp, "*") {
@@ -314,9 +324,13 @@ func (r *sbRule) matchesPath(path string) bool {
 	case "regex":
 		return r.re.MatchString(path)
 	case "remote", "local":
-		// (remote ip "*:*") matches any IP endpoint (path "") and no
-		// socket path.
-		return path == ""
+		// (remote ip "*:*") matches any IP endpoint (path "", or "tcp
+		// HOST:PORT" for one endpoint) and no socket path; (remote tcp
+		// "localhost:PORT") matches that endpoint only.
+		if r.arg == "ip *:*" {
+			return path == "" || strings.HasPrefix(path, "tcp ")
+		}
+		return path == r.arg
 	}
 	return false
 }

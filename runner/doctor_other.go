@@ -7,5 +7,8 @@ package runner
 // this machine's backend cannot enforce follow.
 func Doctor() []Capability {
 	caps := []Capability{{Name: "libcontainer backend", OK: false, Detail: ErrUnsupported.Error()}}
+	if LocalBackend() == BackendSeatbelt {
+		caps = append(caps, Capability{Name: "network allow lists", OK: true, Detail: "enforced, not transparently: " + SeatbeltNetwork})
+	}
 	return append(caps, limitationCaps(LocalBackend())...)
 }

@@ -74,22 +74,16 @@ func (rule gapRule) appliesTo(b Backend) bool {
 var gapTable = []gapRule{
 	{
 		key:       "network.allow",
-		summary:   "network allow lists: enforced on Linux by cordon's own network stack where /dev/net/tun opens; refused elsewhere, or the network stays off",
-		backends:  []Backend{BackendLibcontainer, BackendRootless, BackendSeatbelt},
+		summary:   "network allow lists: enforced on Linux by cordon's own network stack where /dev/net/tun opens (on macOS by cordon's proxy); refused elsewhere, or the network stays off",
+		backends:  []Backend{BackendLibcontainer, BackendRootless},
 		available: guardAvailable,
-		find: func(b Backend, sb *spec.Sandbox, refuse bool) []string {
+		find: func(_ Backend, sb *spec.Sandbox, _ bool) []string {
 			if !sb.Network.Enabled || len(sb.Network.Allow) == 0 {
 				return nil
 			}
 			list := strings.Join(sb.Network.Allow, ", ")
-			switch {
-			case b != BackendSeatbelt:
-				_, why := guardProbe()
-				return []string{"network allow list (" + list + "): " + why + ", so cordon cannot enforce it and the network stays off"}
-			case refuse:
-				return []string{"network allow list (" + list + "): Seatbelt cannot filter connections by host name, and the filtering proxy that would enforce it does not exist yet; use network: true or false, or set require_os_sandbox: false to run with the network off"}
-			}
-			return []string{"network allow list (" + list + "): not enforceable on macOS, so the network is off instead"}
+			_, why := guardProbe()
+			return []string{"network allow list (" + list + "): " + why + ", so cordon cannot enforce it and the network stays off"}
 		},
 		narrow: func(eff *spec.Sandbox) { eff.Network = spec.Network{} },
 	},

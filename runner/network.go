@@ -1,8 +1,11 @@
 package runner
 
 import (
+	"fmt"
+	"strings"
 	"sync"
 
+	"github.com/cordon-run/cordon/internal/netguard"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -16,10 +19,11 @@ const FailureNetworkDenied FailureType = "network_denied"
 var guardProbe = sync.OnceValues(networkGuardAvailable)
 
 // guardAvailable reports whether backend b enforces network allow lists on
-// this host: the Linux backends do where the guard can run.
+// this host: the Linux backends do where the guard can run, macOS's always
+// (cordon's proxy, see SeatbeltNetwork).
 func guardAvailable(b Backend) bool {
 	if b == BackendSeatbelt {
-		return false
+		return true
 	}
 	ok, _ := guardProbe()
 	return ok
@@ -32,6 +36,43 @@ func NetworkEnforcement(b Backend, sb *spec.Sandbox) string {
 	if sb == nil || !sb.Network.Enabled || len(sb.Network.Allow) == 0 || !guardAvailable(b) {
 		return ""
 	}
+	if b == BackendSeatbelt {
+		return SeatbeltNetwork
+	}
 	return "allow list enforced by cordon's own network stack: a tun device in the sandbox's network namespace; " +
 		"DNS answered for allowed names only, each TCP connection checked (pinned address, port, TLS server name, HTTP Host) before it is dialled; other UDP and ICMP refused"
+}
+
+// SeatbeltNetwork says how macOS enforces an allow list, for explain,
+// check and doctor.
+const SeatbeltNetwork = "allow list enforced by cordon's HTTP proxy on 127.0.0.1, for programs that honour the proxy variables " +
+	"(HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NODE_USE_ENV_PROXY, JAVA_TOOL_OPTIONS): each CONNECT and plain HTTP request checked (name and port, " +
+	"resolved by cordon and dialled by address; TLS server name; the Host of every HTTP request); the Seatbelt profile allows TCP to the proxy's port only, " +
+	"so a program that ignores the proxy variables cannot connect at all (fails closed), DNS is resolved by cordon, not in the sandbox, and UDP is refused"
+
+// NetworkDenials explains a failed command by the network denials cordon
+// decided during the run (the Linux guard's, or the macOS proxy's): the first one, which is what the command met first, and how
+// many more there were (total, of which denials are the first).
+func NetworkDenials(denials []netguard.Event, total int) Explainer {
+	return func(_ Outcome, res *Result) bool {
+		if len(denials) == 0 {
+			return false
+		}
+		res.FailureType = FailureNetworkDenied
+		res.FailureDetail = denialDetail(denials, total)
+		return true
+	}
+}
+
+func denialDetail(denials []netguard.Event, total int) string {
+	var b strings.Builder
+	b.WriteString(denials[0].Detail)
+	if n := max(total, len(denials)) - 1; n > 0 {
+		fmt.Fprintf(&b, " (and %d more network denial", n)
+		if n > 1 {
+			b.WriteString("s")
+		}
+		b.WriteString(")")
+	}
+	return b.String()
 }

@@ -3,7 +3,6 @@ package runner
 import (
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -219,7 +218,7 @@ func (run *linuxRun) netSince(res *Result, mark netMark) {
 		}
 	}
 	if res.FailureType == FailureProcessError && res.ExitCode != 0 && len(denials) > 0 {
-		networkDenials(denials, total)(Outcome{}, res)
+		NetworkDenials(denials, total)(Outcome{}, res)
 	}
 }
 
@@ -250,31 +249,4 @@ func networkGuardAvailable() (bool, string) {
 	}
 	unix.Close(fd)
 	return true, ""
-}
-
-// networkDenials explains a failed command by the guard's denials during
-// the run: the first one, which is what the command met first, and how
-// many more there were (total, of which denials are the first).
-func networkDenials(denials []netguard.Event, total int) Explainer {
-	return func(_ Outcome, res *Result) bool {
-		if len(denials) == 0 {
-			return false
-		}
-		res.FailureType = FailureNetworkDenied
-		res.FailureDetail = denialDetail(denials, total)
-		return true
-	}
-}
-
-func denialDetail(denials []netguard.Event, total int) string {
-	var b strings.Builder
-	b.WriteString(denials[0].Detail)
-	if n := max(total, len(denials)) - 1; n > 0 {
-		fmt.Fprintf(&b, " (and %d more network denial", n)
-		if n > 1 {
-			b.WriteString("s")
-		}
-		b.WriteString(")")
-	}
-	return b.String()
 }

@@ -117,7 +117,7 @@ func (run *linuxRun) finish(o Outcome) Result {
 		run.guard.Close()
 		run.ph.mark("network_close")
 	}
-	res := Classify(run.res, o, initMessages, networkDenials(run.guardDenials()), brokerDenials(run.brk.stop()), PolicyDenials(run.table, run.eff))
+	res := Classify(run.res, o, initMessages, NetworkDenials(run.guardDenials()), brokerDenials(run.brk.stop()), PolicyDenials(run.table, run.eff))
 	res.OutputTruncated = cut
 	res.Network = run.guardEvents()
 	return res
