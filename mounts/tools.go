@@ -1,6 +1,7 @@
 package mounts
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -115,6 +116,9 @@ func (t *Table) Write(path, content string) error {
 		return &PathError{Op: "write", Path: path, Err: ErrTooLarge, Size: int64(len(content)), Limit: fs, where: "limits.file_size"}
 	}
 	if err := t.checkSize("write", path, r, int64(len(content))); err != nil {
+		return err
+	}
+	if err := t.checkGitLink("write", path, r, content); err != nil {
 		return err
 	}
 	if testHookBeforeOpen != nil {
@@ -382,3 +386,29 @@ func fileMount(e *Entry) bool {
 }
 
 func notFile(why string) error { return &PathError{Err: ErrNotFile, Rule: why} }
+
+// checkGitLink refuses a ".git" file whose redirect ("gitdir: DIR") points
+// git at a directory whose hooks, config or commondir no deny or protect
+// rule holds, as the Linux broker refuses it for the sandbox's processes:
+// the sandbox could fill that directory with a hook for the host's next
+// git to run.
+func (t *Table) checkGitLink(op, p string, r resolution, content string) error {
+	if path.Base(r.sandbox) != ".git" || !strings.HasPrefix(content, "gitdir: ") {
+		return nil
+	}
+	target := strings.TrimRight(strings.TrimPrefix(content, "gitdir: "), " \t\r\n")
+	if !strings.HasPrefix(target, "/") {
+		target = path.Join(path.Dir(r.sandbox), target)
+	}
+	g := path.Clean(target)
+	for _, f := range []string{"hooks", "config", "commondir"} {
+		err := t.Check(g+"/"+f, true)
+		var pe *PathError
+		if errors.As(err, &pe) && (pe.Err == ErrReadOnly && pe.Rule == RuleProtect || pe.Err == ErrDenied) {
+			continue
+		}
+		return &PathError{Op: op, Path: p, Err: ErrReadOnly, Rule: RuleProtect, Allowed: t.WritableRoots(),
+			where: "a .git file pointing git at " + g + ", whose " + f + " no rule protects"}
+	}
+	return nil
+}

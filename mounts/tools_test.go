@@ -392,3 +392,25 @@ func TestResourceCaps(t *testing.T) {
 		t.Fatalf("message %q", err)
 	}
 }
+
+// TestWriteGitLink: the Write tool refuses a .git file that points git at
+// a directory whose hooks, config or commondir no rule protects (as the
+// Linux broker does), and writes one that points at protected metadata.
+func TestWriteGitLink(t *testing.T) {
+	f := newFixture(t, spec.SystemNone)
+	tab := f.table(t)
+	for _, row := range []struct{ content, why string }{
+		{"gitdir: ../evil\n", "an unprotected directory"},
+		{"gitdir: " + f.p("ws/evil") + "\n", "an unprotected directory, absolute"},
+		{"gitdir: /tmp\n", "outside the sandbox"},
+	} {
+		wantErr(t, tab.Write("sub/.git", row.content), ErrReadOnly)
+		assertMissing(t, f.p("ws/sub/.git"))
+	}
+	// .git/hooks and .git/config are protected in the fixture; commondir
+	// is not, so a redirect to .git itself is refused too.
+	wantErr(t, tab.Write("sub/.git", "gitdir: ../.git\n"), ErrReadOnly)
+	if err := tab.Write("sub/.git", "not a redirect"); err != nil {
+		t.Fatalf("a .git file with no redirect: %v", err)
+	}
+}
