@@ -73,28 +73,39 @@ type sessionPolicy struct {
 func (p sessionPolicy) Denied(d broker.Denial) { p.w.Denied(d) }
 
 // execDenialsExplainer explains an exec's failure by the broker's record
-// of its own refusals: a protect or deny rule's, or a read-only mount's
-// (whose description the mount table gives).
+// of its own refusals (a protect or deny rule's, a .git redirect's, or a
+// read-only mount's), in the mount table's words when it has them (what
+// the path is, and what IS writable).
 func execDenialsExplainer(d []broker.Denial, table *mounts.Table) Explainer {
 	return func(o Outcome, res *Result) bool {
 		if len(d) == 0 {
 			return false
 		}
-		var rules []broker.Denial
+		first := d[0]
 		for _, x := range d {
 			if x.Rule != broker.ReadOnly {
-				rules = append(rules, x)
+				first = x // a rule's refusal says more than EROFS
+				break
 			}
 		}
-		if len(rules) > 0 {
-			return brokerDenials(rules)(o, res)
-		}
-		first := d[0]
-		detail := fmt.Sprintf("%s of %s was refused: a read-only file system", first.Op, first.Path)
+		var detail string
 		if table != nil {
 			if err := table.Check(first.Path, true); err != nil {
 				detail = fmt.Sprintf("%s of %s was refused: %v", first.Op, first.Path, err)
 			}
+		}
+		if detail == "" && first.Rule != broker.ReadOnly {
+			return brokerDenials([]broker.Denial{first})(o, res)
+		}
+		if detail == "" {
+			detail = fmt.Sprintf("%s of %s was refused: a read-only file system", first.Op, first.Path)
+		}
+		if n := len(d) - 1; n > 0 {
+			detail += fmt.Sprintf(" (and %d more refused call", n)
+			if n > 1 {
+				detail += "s"
+			}
+			detail += ")"
 		}
 		*res = Denied(*res, Denial{Path: first.Path, Detail: detail})
 		return true
