@@ -75,6 +75,7 @@ type Broker struct {
 	git      gitState
 	gitFiles gitFiles
 	ids      idMaps // the callers' uid and gid maps (meta_linux.go)
+	fifos    fifoWaits
 
 	// root is the sandbox's root directory (O_PATH), opened once from
 	// the first caller's /proc/PID/root (see sandboxRoot); 0 until then.
@@ -87,25 +88,66 @@ type Broker struct {
 
 	wg   sync.WaitGroup
 	stop chan struct{}
-	tids []int // the workers' threads, under mu
+	// baton is the right to receive: one token, held by the worker that
+	// waits in SECCOMP_IOCTL_NOTIF_RECV (see worker).
+	baton chan struct{}
+	tids  []int // the workers' threads, under mu
 	// callers holds the pid each worker (by its index in tids) is
 	// performing a call for.
-	callers [workers]atomicInt32
+	callers [maxWorkers]atomicInt32
+	// idle counts the workers waiting for the baton; nworkers those
+	// started (under mu).
+	idle     atomic.Int32
+	nworkers int
+	// work is b.worker (through a field: the call table's functions
+	// start workers, and worker uses the table).
+	work func()
 }
 
 type atomicInt32 = atomic.Int32
 
-// workers is how many calls are performed at once.
-const workers = 4
+// workers is how many workers start; more start, up to maxWorkers, when
+// the baton is passed on with none waiting for it (calls that block, a
+// FIFO's open each, would otherwise leave no worker to receive).
+const (
+	workers    = 2
+	maxWorkers = 16
+)
 
 // Start serves fd (which the broker now owns) until Stop.
 func Start(fd int, p Policy, c Creds) *Broker {
-	b := &Broker{fd: fd, policy: p, creds: c, stop: make(chan struct{})}
+	b := &Broker{fd: fd, policy: p, creds: c, stop: make(chan struct{}), baton: make(chan struct{}, 1)}
+	b.baton <- struct{}{}
+	b.work = b.worker
 	for range workers {
-		b.wg.Add(1)
-		go b.worker()
+		b.spawn()
 	}
 	return b
+}
+
+// spawn starts a worker unless maxWorkers run already or the broker stops.
+func (b *Broker) spawn() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-b.stop:
+		return
+	default:
+	}
+	if b.nworkers >= maxWorkers {
+		return
+	}
+	b.nworkers++
+	b.wg.Add(1)
+	go b.work()
+}
+
+// pass hands the baton to an idle worker, starting one if none waits.
+func (b *Broker) pass() {
+	b.baton <- struct{}{}
+	if b.idle.Load() == 0 {
+		b.spawn()
+	}
 }
 
 // Stop ends the service and closes the descriptor: a call still notified
@@ -123,6 +165,7 @@ func (b *Broker) Stop() {
 			_ = unix.Tgkill(unix.Getpid(), tid, unix.SIGURG)
 		}
 		b.mu.Unlock()
+		b.fifos.release()
 		select {
 		case <-done:
 			unix.Close(b.fd)
@@ -208,6 +251,17 @@ func (b *Broker) denyFor(pid int, tr []uint64, op, path, rule string) {
 // capabilities. Receiving there, not on a thread that hands the call over,
 // saves a thread wake-up per call. The thread is never handed back to the
 // runtime: it ends with the worker.
+//
+// One worker at a time receives: the one holding the baton. The kernel
+// wakes every thread waiting in SECCOMP_IOCTL_NOTIF_RECV for each
+// notification (its wait queue is not exclusive), so four waiting workers
+// cost four wake-ups a call, three of them for nothing. The holder keeps
+// the baton from one call to the next, so a sequence of calls (tar's, git
+// checkout's) is served by one thread with no hand-off at all, and passes
+// it to an idle worker (one wake-up) when another call is already waiting
+// to be received, or before performing a call that may block (call.mayBlock:
+// an open of a FIFO or a device, the walk of a renamed directory), so the
+// others are still received meanwhile.
 func (b *Broker) worker() {
 	defer b.wg.Done()
 	runtime.LockOSThread()
@@ -219,7 +273,17 @@ func (b *Broker) worker() {
 	if ok && b.creds.Set {
 		ok = dropTo(b.creds) == nil
 	}
+	holding := false
 	for {
+		if !holding {
+			b.idle.Add(1)
+			select {
+			case <-b.stop:
+			case <-b.baton:
+				holding = true
+			}
+			b.idle.Add(-1)
+		}
 		select {
 		case <-b.stop:
 			if ok {
@@ -233,7 +297,8 @@ func (b *Broker) worker() {
 		if err == unix.ENOENT && orphaned(b.fd) {
 			// Every process of the filter has exited: nothing can come
 			// any more, and recv would fail at once forever (a spin that
-			// cost a run's teardown about 20 ms of CPU).
+			// cost a run's teardown about 20 ms of CPU). The baton stays
+			// with this worker: the others wait for Stop.
 			if ok {
 				b.publishGitFiles(true)
 			}
@@ -246,6 +311,10 @@ func (b *Broker) worker() {
 			b.fail(err)
 			return
 		}
+		if pending(b.fd) {
+			b.pass()
+			holding = false
+		}
 		if !ok {
 			respond(b.fd, n.ID, 0, unix.EACCES)
 			continue
@@ -253,7 +322,17 @@ func (b *Broker) worker() {
 		if idx < len(b.callers) {
 			b.callers[idx].Store(int32(n.Pid))
 		}
-		b.handle(n)
+		holding = b.handle(n, holding)
+	}
+}
+
+// mayBlock passes the baton on before the call does something that may
+// wait for another process (a FIFO's open waits for the other end) or take
+// long: the next calls are received by another worker meanwhile.
+func (c *call) mayBlock() {
+	if c.holding {
+		c.holding = false
+		c.b.pass()
 	}
 }
 
@@ -285,4 +364,64 @@ func dropTo(c Creds) error {
 	data[0].Effective = 1 << unix.CAP_SYS_PTRACE
 	data[0].Permitted = 1 << unix.CAP_SYS_PTRACE
 	return unix.Capset(&hdr, &data[0])
+}
+
+// fifoWaits are the FIFOs workers are opening, which waits for the other
+// end. A signal does not end that wait (the runtime's handlers restart the
+// call), so Stop opens each one's other end itself (release), which ends
+// the wait: a sandbox gone with a writer still waiting for a reader would
+// otherwise keep its worker, and Stop, waiting for ever.
+type fifoWaits struct {
+	mu   sync.Mutex
+	next int
+	m    map[int]fifoWait
+}
+
+type fifoWait struct {
+	fd    int // O_PATH of the FIFO
+	flags int // the waiting open's
+}
+
+// fifoWait records that this worker is about to open the FIFO at l with
+// flags; the returned function forgets it.
+func (b *Broker) fifoWait(l loc, flags int) func() {
+	fd, err := unix.Openat(l.dir, l.name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return func() {}
+	}
+	f := &b.fifos
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[int]fifoWait{}
+	}
+	id := f.next
+	f.next++
+	f.m[id] = fifoWait{fd: fd, flags: flags}
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.m, id)
+		unix.Close(fd)
+	}
+}
+
+// release opens the other end of every FIFO a worker waits on, without
+// waiting (O_NONBLOCK), and closes it again: the waiting open returns.
+func (f *fifoWaits) release() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.m {
+		var st unix.Stat_t
+		if unix.Fstat(w.fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+			continue
+		}
+		other := unix.O_RDONLY
+		if w.flags&unix.O_ACCMODE == unix.O_RDONLY {
+			other = unix.O_WRONLY
+		}
+		if fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(w.fd), other|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
+			unix.Close(fd)
+		}
+	}
 }

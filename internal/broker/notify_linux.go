@@ -57,6 +57,13 @@ func orphaned(fd int) bool {
 	return err == nil && n > 0 && p[0].Revents&unix.POLLHUP != 0
 }
 
+// pending reports whether another notification is waiting to be received.
+func pending(fd int) bool {
+	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(p, 0)
+	return err == nil && n > 0 && p[0].Revents&unix.POLLIN != 0
+}
+
 // valid reports whether the notification is still pending: the caller has
 // not died (and its pid been reused) since it was received.
 func valid(fd int, id uint64) bool {

@@ -38,8 +38,11 @@ func ok(v int64) result     { return result{val: v, fd: -1} }
 // What is read from the caller is checked to come from it (call.live)
 // before it is acted on; a caller that dies after that gets no answer
 // (the kernel drops it), so the result is not checked again.
-func (b *Broker) handle(n *notif) {
-	c := &call{b: b, n: n, pid: int(n.Pid)}
+//
+// holding says the worker holds the baton; handle returns whether it still
+// does (call.mayBlock may have passed it on).
+func (b *Broker) handle(n *notif, holding bool) bool {
+	c := &call{b: b, n: n, pid: int(n.Pid), holding: holding}
 	defer c.close()
 	b.publishGitFiles(false)
 	var r result
@@ -58,9 +61,10 @@ func (b *Broker) handle(n *notif) {
 			respond(b.fd, n.ID, 0, errnoOf(err))
 		}
 		unix.Close(r.fd)
-		return
+		return c.holding
 	}
 	respond(b.fd, n.ID, r.val, r.errno)
+	return c.holding
 }
 
 // sysc is one brokered system call: its name and how it is performed.
@@ -149,6 +153,12 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 			if !read && gitLinkName(l.path) && st.Mode&unix.S_IFMT == unix.S_IFREG {
 				return b.openGitFile(c, op, l, flags, mode, true)
 			}
+			if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
+				c.mayBlock() // a FIFO's open waits for its other end
+				if t == unix.S_IFIFO {
+					defer b.fifoWait(l, flags)()
+				}
+			}
 			if st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == unix.Mkdev(5, 0) {
 				// /dev/tty means the opener's controlling terminal, which
 				// the broker does not share: open that terminal itself.
@@ -235,6 +245,7 @@ func cleanAbs(p string) string {
 // with flags, as the kernel does for /proc/self/fd/N.
 func (b *Broker) reopenCallerFD(c *call, op string, fd, flags int) result {
 	link := "/proc/" + strconv.Itoa(c.pid) + "/fd/" + strconv.Itoa(fd)
+	c.mayBlock() // the descriptor may be a FIFO's
 	read := flags&writeFlags == 0
 	if p, err := linkPath(link); err == nil && !b.checkMode(op, p, read) {
 		return fail(unix.EACCES)
@@ -369,6 +380,7 @@ const maxTreeEntries = 200000
 // checkTree walks the directory at l and refuses when an entry below it is
 // guarded at its path now or would be at its path under dst.
 func (b *Broker) checkTree(c *call, op string, l loc, dst string) bool {
+	c.mayBlock() // a tree of up to maxTreeEntries
 	fd, err := unix.Openat(l.dir, l.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false

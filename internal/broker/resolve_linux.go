@@ -17,6 +17,8 @@ type call struct {
 	pid  int
 	fds  []int
 	last string // the sandbox path last resolved for this call
+	// holding says the worker performing the call holds the baton.
+	holding bool
 }
 
 func (c *call) close() {
