@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/binary"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -28,26 +29,94 @@ func (c *call) takeFD(fd int32) (int, error) {
 	if fd < 0 {
 		return -1, unix.EBADF
 	}
+	pfd, cached, err := c.b.pidfds.get(c)
+	if err != nil {
+		return -1, unix.EBADF
+	}
+	nfd, err := unix.PidfdGetfd(pfd, int(fd), 0)
+	if err != nil && cached {
+		// The cached thread may be gone (its tid now the caller's):
+		// again with a pidfd of the caller itself.
+		c.b.pidfds.drop(c.pid, pfd)
+		if pfd, _, err = c.b.pidfds.get(c); err != nil {
+			return -1, unix.EBADF
+		}
+		nfd, err = unix.PidfdGetfd(pfd, int(fd), 0)
+	}
+	if err != nil {
+		return -1, unix.EBADF
+	}
+	c.keep(nfd)
+	// The pidfd is the caller's only if the call is still pending: checked
+	// before the descriptor is used.
+	if err := c.live(); err != nil {
+		return -1, err
+	}
+	return nfd, nil
+}
+
+// pidfds keeps a pidfd per calling thread (tid), so a call on a
+// descriptor (fchmod, fchown, futimens, fsetxattr, bind; tar makes three
+// per file) takes the caller's descriptor with one pidfd_getfd instead of
+// pidfd_open, pidfd_getfd and close. A cached pidfd is the caller's: it
+// was opened for a caller whose call was pending; if its thread is alive
+// it still holds that tid, and the notification comes from the live
+// holder of the tid; if it died, pidfd_getfd fails and a new one is
+// opened for the caller. What is taken is checked with call.live before
+// use, as every read from the caller.
+type pidfds struct {
+	mu sync.Mutex
+	m  map[int]int
+}
+
+// maxPidfds bounds the cache: all are closed when it is full.
+const maxPidfds = 256
+
+// get returns a pidfd for the caller's thread and whether it was cached.
+func (p *pidfds) get(c *call) (int, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if fd, ok := p.m[c.pid]; ok {
+		return fd, true, nil
+	}
 	pfd, err := unix.PidfdOpen(c.pid, pidfdThread)
 	if err != nil {
 		// Before Linux 6.9 only a process (its leader) has a pidfd; the
 		// threads share its descriptors.
 		if pfd, err = unix.PidfdOpen(c.pid, 0); err != nil {
-			return -1, unix.EBADF
+			return -1, false, err
 		}
 	}
-	// The pidfd is the caller's only while its call is pending (its pid
-	// is not reused before): checked before a descriptor is taken.
 	if err := c.live(); err != nil {
 		unix.Close(pfd)
-		return -1, err
+		return -1, false, err
 	}
-	nfd, err := unix.PidfdGetfd(pfd, int(fd), 0)
-	unix.Close(pfd)
-	if err != nil {
-		return -1, unix.EBADF
+	if len(p.m) >= maxPidfds {
+		p.closeAll()
 	}
-	return c.keep(nfd), nil
+	if p.m == nil {
+		p.m = map[int]int{}
+	}
+	p.m[c.pid] = pfd
+	return pfd, false, nil
+}
+
+// drop forgets (and closes) the pidfd cached for tid, if it is still fd.
+func (p *pidfds) drop(tid, fd int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m[tid] == fd {
+		delete(p.m, tid)
+		unix.Close(fd)
+	}
+}
+
+// closeAll closes every cached pidfd (under mu).
+func (p *pidfds) closeAll() {
+	for _, fd := range p.m {
+		unix.Close(fd)
+	}
+	clear(p.m)
 }
 
 func rawBind(fd int, addr []byte) error {

@@ -75,6 +75,7 @@ type Broker struct {
 	git      gitState
 	gitFiles gitFiles
 	ids      idMaps // the callers' uid and gid maps (meta_linux.go)
+	pidfds   pidfds
 	fifos    fifoWaits
 
 	// root is the sandbox's root directory (O_PATH), opened once from
@@ -172,6 +173,9 @@ func (b *Broker) Stop() {
 			if r := b.root.Load(); r > 0 {
 				unix.Close(int(r))
 			}
+			b.pidfds.mu.Lock()
+			b.pidfds.closeAll()
+			b.pidfds.mu.Unlock()
 			return
 		case <-afterShort():
 		}
