@@ -23,7 +23,7 @@ import (
 	"fmt"
 	"math"
 	"os"
-	osexec "os/exec"
+	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
@@ -119,14 +119,14 @@ func measureCPU(sb *cordon.Sandbox, n int) error {
 		return err
 	}
 	defer s.Close()
-	run := func() error {
+	one := func() error {
 		if res, err := s.Exec(context.Background(), []string{"true"}); err != nil || res.ExitCode != 0 {
 			return fmt.Errorf("exec: %+v %v", res, err)
 		}
 		return nil
 	}
 	for i := 0; i < 10; i++ {
-		if err := run(); err != nil {
+		if err := one(); err != nil {
 			return err
 		}
 	}
@@ -135,7 +135,7 @@ func measureCPU(sb *cordon.Sandbox, n int) error {
 		return err
 	}
 	for i := 0; i < n; i++ {
-		if err := run(); err != nil {
+		if err := one(); err != nil {
 			return err
 		}
 	}
@@ -144,12 +144,12 @@ func measureCPU(sb *cordon.Sandbox, n int) error {
 		return err
 	}
 	sup := selfCPU() - self
-	// The floor: osexec.Command("true").Run(), this process and the child.
+	// The floor: exec.Command("true").Run(), this process and the child.
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
 	bare := selfCPU() + time.Duration(ru.Utime.Nano()+ru.Stime.Nano())
 	for i := 0; i < n; i++ {
-		if err := osexec.Command("true").Run(); err != nil {
+		if err := exec.Command("true").Run(); err != nil {
 			return err
 		}
 	}
@@ -188,15 +188,15 @@ func run(bin, config, dir string, n, conc int) error {
 	name := fmt.Sprintf("bench-start-%d", os.Getpid())
 	for i := 0; i < 12; i++ {
 		t := time.Now()
-		if out, err := osexec.Command(bin, "session", "start", "--config", config, "--name", name).CombinedOutput(); err != nil {
+		if out, err := exec.Command(bin, "session", "start", "--config", config, "--name", name).CombinedOutput(); err != nil {
 			return fmt.Errorf("session start: %v: %s", err, out)
 		}
 		d := time.Since(t).Nanoseconds()
-		if out, err := osexec.Command(bin, "session", "stop", name).CombinedOutput(); err != nil {
+		if out, err := exec.Command(bin, "session", "stop", name).CombinedOutput(); err != nil {
 			return fmt.Errorf("session stop: %v: %s", err, out)
 		}
 		t = time.Now()
-		if out, err := osexec.Command(bin, "run", "--config", config, "--", "true").CombinedOutput(); err != nil {
+		if out, err := exec.Command(bin, "run", "--config", config, "--", "true").CombinedOutput(); err != nil {
 			return fmt.Errorf("run: %v: %s", err, out)
 		}
 		if i >= 2 {
@@ -205,10 +205,10 @@ func run(bin, config, dir string, n, conc int) error {
 	}
 
 	cname := fmt.Sprintf("bench-conc-%d", os.Getpid())
-	if out, err := osexec.Command(bin, "session", "start", "--config", config, "--name", cname).CombinedOutput(); err != nil {
+	if out, err := exec.Command(bin, "session", "start", "--config", config, "--name", cname).CombinedOutput(); err != nil {
 		return fmt.Errorf("session start: %v: %s", err, out)
 	}
-	defer func() { _ = osexec.Command(bin, "session", "stop", cname).Run() }()
+	defer func() { _ = exec.Command(bin, "session", "stop", cname).Run() }()
 	per := max(1, n/conc*5)
 	var ok, failed atomic.Int64
 	var firstErr error
@@ -220,7 +220,7 @@ func run(bin, config, dir string, n, conc int) error {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < per; i++ {
-				out, err := osexec.Command(bin, "exec", cname, "--", "true").CombinedOutput()
+				out, err := exec.Command(bin, "exec", cname, "--", "true").CombinedOutput()
 				if err != nil {
 					failed.Add(1)
 					mu.Lock()
@@ -243,7 +243,7 @@ func run(bin, config, dir string, n, conc int) error {
 		w("| %s | %s | %s | %s | %s | %s | %.2f |\n", name, ms(pct(xs, 50)), ms(pct(xs, 90)), ms(slices.Min(xs)),
 			other, ms(pct(ys, 50)), float64(pct(xs, 50))/float64(pct(ys, 50)))
 	}
-	row("Go API `Session.Exec(true)`", api, "bare `osexec.Command(\"true\").Run()`", bare)
+	row("Go API `Session.Exec(true)`", api, "bare `exec.Command(\"true\").Run()`", bare)
 	row("`cordon session start`", starts, "`cordon run -- true`", runs)
 	w("\n%d concurrent `cordon exec NAME -- true` clients, %d execs each: %d succeeded, %d failed, %.0f execs/s\n",
 		conc, per, ok.Load(), failed.Load(), float64(ok.Load())/elapsed.Seconds())
@@ -279,7 +279,7 @@ func measureAPI(sb *cordon.Sandbox, n int) (api, bare []int64, err error) {
 			return nil, nil, fmt.Errorf("exec: %+v %v", res, err)
 		}
 		t = time.Now()
-		if err := osexec.Command("true").Run(); err != nil {
+		if err := exec.Command("true").Run(); err != nil {
 			return nil, nil, err
 		}
 		if i >= 10 {
