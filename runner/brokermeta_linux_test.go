@@ -126,7 +126,8 @@ func TestIntegrationBrokerMetadataRefused(t *testing.T) {
 
 // TestIntegrationBrokerMetadataAllowed: the metadata calls work on
 // ordinary files: chmod +x of a script, touch, cp -p, tar x keeping modes
-// and times, an extended attribute, and git's own (add, commit, gc); the
+// and times, an extended attribute, the descriptor calls on a pipe, a
+// socket and an unnamed O_TMPFILE, and git's own (add, commit, gc); the
 // host sees each change.
 func TestIntegrationBrokerMetadataAllowed(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
@@ -139,7 +140,13 @@ printf '#!/bin/sh\necho ran\n' > s.sh; chmod +x s.sh; ./s.sh
 touch -d @1000000 old; cp -p s.sh s2.sh; touch -r old s2.sh; cp -p s2.sh s3.sh
 mkdir -p src/d; echo a > src/d/a; chmod 640 src/d/a; touch -d @2000000 src/d/a; tar cf t.tar src
 mkdir out; tar xf t.tar -C out
-` + py(`os.setxattr("s.sh", "user.ok", b"1"); fd = os.open("old", os.O_RDONLY); os.fchmod(fd, 0o600); os.utime(fd, (3000000, 3000000)); os.fchown(fd, os.getuid(), os.getgid())`) + `
+` + py(`os.setxattr("s.sh", "user.ok", b"1"); fd = os.open("old", os.O_RDONLY); os.fchmod(fd, 0o600); os.utime(fd, (3000000, 3000000)); os.fchown(fd, os.getuid(), os.getgid())
+r, w = os.pipe(); os.fchmod(r, 0o600); t = os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o600); os.fchmod(t, 0o640); os.utime(t, (1, 1))
+import socket, errno; s = socket.socket(socket.AF_UNIX); os.fchmod(s.fileno(), 0o600)
+try:
+    os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o4755); raise SystemExit("a setuid O_TMPFILE was made")
+except PermissionError as e:
+    assert e.errno == errno.EPERM`) + `
 export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t
 git init -q -b main r; cd r; echo x > f; chmod +x f; git add f; git commit -q -m f; git gc -q; git ls-files -s f`
 	out := run(t, sb, "", sh(script)...)

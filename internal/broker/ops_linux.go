@@ -105,8 +105,8 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 	// the deny rules alone: a protected path stays readable. The flags are
 	// the caller's registers at the call, which no other thread can change.
 	read := flags&writeFlags == 0
-	if flags&unix.O_CREAT != 0 && mode&setidBits != 0 {
-		return fail(unix.EPERM)
+	if (flags&unix.O_CREAT != 0 || flags&unix.O_TMPFILE == unix.O_TMPFILE) && mode&setidBits != 0 {
+		return fail(unix.EPERM) // an unnamed file can be linked in later
 	}
 	full, err := c.full(dirfd, path)
 	if err != nil {
@@ -118,7 +118,7 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 		}
 		full = c.procSelf(full)
 		if dotName(full) {
-			return b.openDir(c, op, full, flags)
+			return b.openDir(c, op, full, flags, mode)
 		}
 		l, err := c.atFull(full)
 		if err != nil {
@@ -167,7 +167,10 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 				full = pts
 				continue
 			}
-			fd, err := openProc(l, (flags|unix.O_NOFOLLOW|unix.O_CLOEXEC)&^unix.O_CREAT)
+			if flags&unix.O_TMPFILE == unix.O_TMPFILE {
+				unix.Umask(c.umask()) // an unnamed file, made with the caller's mode
+			}
+			fd, err := openProc(l, (flags|unix.O_NOFOLLOW|unix.O_CLOEXEC)&^unix.O_CREAT, mode)
 			if err == unix.ELOOP {
 				continue // replaced by a symlink meanwhile: resolve again
 			}

@@ -121,10 +121,31 @@ func dotName(full string) bool {
 
 // openDir opens the directory full names ("dir/.", "..", "/") in the
 // sandbox's view and decides on where it landed.
-func (b *Broker) openDir(c *call, op, full string, flags int) result {
+//
+// O_TMPFILE there ("." is what tempfile libraries pass) makes an unnamed
+// file in that directory, decided as a write of the directory (naming it
+// later is a linkat, decided then).
+func (b *Broker) openDir(c *call, op, full string, flags int, mode uint32) result {
 	root, err := c.rootFD()
 	if err != nil {
 		return fail(err)
+	}
+	if flags&unix.O_TMPFILE == unix.O_TMPFILE {
+		dir, err := unix.Openat2(root, full, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: resolveFlags})
+		if err != nil {
+			return fail(err)
+		}
+		c.keep(dir)
+		p, err := fdPath(dir)
+		if err != nil || !b.check(op, p) {
+			return fail(unix.EACCES)
+		}
+		unix.Umask(c.umask())
+		fd, err := unix.Openat(dir, ".", flags|unix.O_CLOEXEC, mode)
+		if err != nil {
+			return fail(err)
+		}
+		return result{fd: fd, cloexec: flags&unix.O_CLOEXEC != 0}
 	}
 	fd, err := unix.Openat2(root, full, &unix.OpenHow{Flags: uint64(flags|unix.O_CLOEXEC) &^ unix.O_CREAT, Resolve: resolveFlags})
 	if err != nil {
@@ -168,9 +189,9 @@ func (c *call) nsIDs() (tgid, tid string, ok bool) {
 // in effect (it stays permitted, and is raised again after), so the
 // kernel decides the caller's access to another process's entries as it
 // would for the caller.
-func openProc(l loc, flags int) (int, error) {
+func openProc(l loc, flags int, mode uint32) (int, error) {
 	if !strings.HasPrefix(l.path, "/proc/") {
-		return unix.Openat(l.dir, l.name, flags, 0)
+		return unix.Openat(l.dir, l.name, flags, mode)
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
@@ -182,7 +203,7 @@ func openProc(l loc, flags int) (int, error) {
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return -1, unix.EACCES
 	}
-	fd, err := unix.Openat(l.dir, l.name, flags, 0)
+	fd, err := unix.Openat(l.dir, l.name, flags, mode)
 	// Should raising it again fail, the worker runs on without it: reading
 	// a non-dumpable caller then fails, closed.
 	_ = unix.Capset(&hdr, &saved[0])
