@@ -28,6 +28,7 @@ ip link set "${netlink}h" up
 go test -c -tags seccomp -o "$work/runner.test" ./runner/
 go test -c -o "$work/hostfile.test" ./internal/hostfile/
 go test -c -tags seccomp -o "$work/cordon.test" .
+go test -c -o "$work/netguard.test" ./internal/netguard/
 cp bin/cordon "$work/cordon"
 cp -r hack "$work/hack"
 chown -R "$uid:$uid" "$work"
@@ -60,6 +61,8 @@ if ! "${as_user[@]}" test -r /dev/net/tun -a -w /dev/net/tun; then
   echo "== the host's /dev/net/tun (mode $(stat -c %a /dev/net/tun)) as uid $uid: the allow list is refused with the reason"
   (cd "$work" && "${as_user[@]}" "$work/runner.test" -test.count=1 -test.run 'TestIntegrationNetworkAllowList$' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|cannot open /dev/net/tun')
 fi
+echo "== macOS's allow-list proxy as uid $uid: curl, git and Python through it, refusals typed and audited"
+(cd "$work" && "${as_user[@]}" "$work/netguard.test" -test.count=1 -test.run 'TestProxy' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
 echo "== host files cordon writes (report, audit log) as uid $uid (rootless)"
 (cd "$work" && "${as_user[@]}" "$work/hostfile.test" -test.count=1 -test.v 2>&1 | tail -n 20)
 echo "== escape suite as uid $uid (rootless)"
