@@ -200,10 +200,31 @@ func classify(sb *spec.Sandbox, degraded []string, policy runner.Policy, timeout
 			return true
 		},
 		runner.NetworkDenials(o.NetDenials, o.NetDenialCount),
+		bypassedProxy(sb),
 		explainer(policy, sb, ParseDenials(o.Stderr), true),
 		runner.PolicyDenials(policy, sb),
 		explainer(policy, sb, o.LogDenials, eperm().MatchString(o.Stderr)),
 	)
+}
+
+// proxyOnly says how a sandbox with an allow list reaches the network on
+// macOS, for a program that did not.
+func proxyOnly(sb *spec.Sandbox) string {
+	return fmt.Sprintf("with the allow list [%s], programs connect only through cordon's proxy, which HTTPS_PROXY, HTTP_PROXY and ALL_PROXY name, and names are resolved by the proxy, not in the sandbox; "+
+		"this program did not use it (ssh, raw sockets, a DNS lookup, a client that ignores the proxy variables, or a Unix socket); use a client that honours them (git and curl over https do)", strings.Join(sb.Network.Allow, ", "))
+}
+
+// bypassedProxy explains a failed name lookup or connection in a sandbox
+// with an allow list: the profile allows the proxy's port only, so a
+// program that went around the proxy met that.
+func bypassedProxy(sb *spec.Sandbox) runner.Explainer {
+	return func(o runner.Outcome, res *runner.Result) bool {
+		if sb == nil || !sb.Network.Enabled || len(sb.Network.Allow) == 0 || !runner.MentionsNetworkFailure(o.Stderr) {
+			return false
+		}
+		*res = runner.Denied(*res, runner.Denial{Detail: "a name lookup or connection failed: " + proxyOnly(sb)})
+		return true
+	}
 }
 
 // explainer explains a failure by the first of ds that the policy
@@ -252,7 +273,7 @@ func sandboxExecResult(res runner.Result, policy runner.Policy, cwd, line string
 func explainDenials(policy runner.Policy, sb *spec.Sandbox, cwd string, ds []Denial) (runner.Denial, bool) {
 	for _, d := range ds {
 		if strings.HasPrefix(d.Operation, "network") && sb != nil && sb.Network.Enabled && len(sb.Network.Allow) > 0 {
-			return runner.Denial{Path: d.Path, Detail: fmt.Sprintf("a connection was refused: with the allow list [%s], programs connect only through cordon's proxy, which HTTPS_PROXY, HTTP_PROXY and ALL_PROXY name; this one did not use it (ssh, raw sockets, a client that ignores the proxy variables, or a Unix socket)", strings.Join(sb.Network.Allow, ", "))}, true
+			return runner.Denial{Path: d.Path, Detail: "a connection was refused: " + proxyOnly(sb)}, true
 		}
 		if strings.HasPrefix(d.Operation, "network") && (sb == nil || !sb.Network.Enabled) {
 			what := "a connection"

@@ -232,6 +232,8 @@ func TestClassify(t *testing.T) {
 			1, runner.FailureProcessError, "", "status 1"},
 		{"a client that ignored the proxy", allowSb, outcome{ExitCode: 255, Stderr: "ssh: connect to host github.com port 22: Operation not permitted\n",
 			LogDenials: []Denial{{PID: 5, Process: "ssh", Operation: "network-outbound"}}}, 255, runner.FailureSandboxDenied, "", "did not use it"},
+		{"ssh resolving a name itself", allowSb, outcome{ExitCode: 255, Stderr: "ssh: Could not resolve hostname github.com: nodename nor servname provided, or not known\r\n"},
+			255, runner.FailureSandboxDenied, "", "names are resolved by the proxy"},
 		{"log noise without an EPERM is ignored", sb, outcome{ExitCode: 1, Stderr: "test failed\n",
 			LogDenials: []Denial{{PID: 5, Process: "python3", Operation: "file-read-data", Path: "/Users/u/.CFUserTextEncoding"}}}, 1, runner.FailureProcessError, "", "status 1"},
 	}

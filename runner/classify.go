@@ -80,6 +80,20 @@ var networkWordings = []string{
 	"could not resolve hostname",
 	"unable to resolve host",
 	"network unreachable",
+	"nodename nor servname provided", // macOS's getaddrinfo
+}
+
+// MentionsNetworkFailure reports whether a line of stderr has a wording of
+// a failed name lookup or an unreachable network: what a program that went
+// around a macOS sandbox's proxy meets (see package darwin).
+func MentionsNetworkFailure(stderr string) bool {
+	lower := strings.ToLower(stderr)
+	for _, w := range networkWordings {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // quoted matches the quoted names tools put paths in: 'x', "x", `x' and ‘x’.
