@@ -226,34 +226,16 @@ func receiveDevice(sock *os.File) (*Device, error) {
 	return nil, errors.New(string(buf[:n]))
 }
 
-// HelperMain is the tun helper: the C constructor has joined the
-// sandbox's namespaces; this makes the device and sends it over fd 5. It
-// never returns.
+// HelperMain is reached only when the tun helper's C constructor
+// (helper_linux.c) did not run: the constructor joins the sandbox's
+// namespaces, makes the device there, sends it over fd 5 and exits before
+// the Go runtime starts, which was most of the helper's time. It never
+// returns.
 func HelperMain() {
-	sock := os.NewFile(5, "tun-helper")
-	var dns []netip.Addr
-	var fwd []netip.AddrPort
-	for _, a := range os.Args[2:] {
-		if ip, err := netip.ParseAddr(a); err == nil && len(dns) < maxDNSFiles/2 {
-			dns = append(dns, ip)
-		} else if ap, err := netip.ParseAddrPort(a); err == nil && len(fwd) < maxForwards {
-			fwd = append(fwd, ap)
-		}
-	}
-	dev, err := MakeTun(dns, fwd)
-	if err != nil {
-		_, _ = sock.Write([]byte(err.Error()))
-		os.Exit(1)
-	}
-	fds := []int{int(dev.Tun.Fd())}
-	for _, f := range append(dev.DNS, dev.Forward...) {
-		fds = append(fds, int(f.Fd()))
-	}
-	if err := unix.Sendmsg(int(sock.Fd()), []byte{byte(len(dev.DNS))}, unix.UnixRights(fds...), nil, 0); err != nil {
-		fmt.Fprintln(os.Stderr, "cordon-net-helper: send the tun device:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
+	msg := "cordon-net-helper: the helper did not run (built without cgo?)"
+	_, _ = os.NewFile(5, "tun-helper").Write([]byte(msg))
+	fmt.Fprintln(os.Stderr, msg)
+	os.Exit(125)
 }
 
 type limitedBuffer struct {
