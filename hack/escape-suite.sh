@@ -791,6 +791,21 @@ case_bind_protected_socket() {
   rm -rf "$ws/.git/hooks"
 }
 
+case_git_redirect() {
+  # A .git file (or symlink) that points git at a directory the sandbox
+  # filled with a hook: refused, with the .git path; the host's git in sub
+  # finds no redirect.
+  command -v git >/dev/null || { echo "git is not installed"; return 1; }
+  crun --profile workspace -- sh -c 'mkdir -p evil/hooks evil/objects evil/refs sub && echo "ref: refs/heads/main" > evil/HEAD &&
+    printf "#!/bin/sh\necho pwned\n" > evil/hooks/pre-commit && printf "gitdir: ../evil\n" > sub/.git; cat sub/.git'
+  want_denied "$ws/sub/.git" || return 1
+  want_absent "$ws/sub/.git" || return 1
+  crun --profile workspace -- sh -c 'ln -s ../evil sub/.git'
+  want_denied "$ws/sub/.git" || return 1
+  want_absent "$ws/sub/.git" || return 1
+  rm -rf "$ws/evil" "$ws/sub"
+}
+
 all_cases=(
   control_true workspace_write_intact
   write_usr write_etc write_root write_unmounted_dir
@@ -802,7 +817,7 @@ all_cases=(
   timeout_daemon fd_leak sigkill_leftovers concurrent_runs readonly_mount
   pids_limit memory_oom fork_bomb
   report_symlink report_fifo report_refusal audit_symlink_folder forged_setup_error setuid_for_host
-  write_shadow alias_mount protect_metadata bind_protected_socket
+  write_shadow alias_mount protect_metadata bind_protected_socket git_redirect
 )
 $is_root && all_cases+=(readonly_submount)
 
