@@ -78,6 +78,13 @@ type Broker struct {
 	pidfds   pidfds
 	fifos    fifoWaits
 
+	// names orders the calls that make or remove names against a
+	// rename: a rename (which may walk a directory and decide what it
+	// carries) holds it alone, every other call that makes or removes a
+	// name shares it, so nothing appears in a directory between its walk
+	// and its move (see nameLock).
+	names sync.RWMutex
+
 	// root is the sandbox's root directory (O_PATH), opened once from
 	// the first caller's /proc/PID/root (see sandboxRoot); 0 until then.
 	root   atomic.Int64

@@ -42,14 +42,18 @@ func ok(v int64) result     { return result{val: v, fd: -1} }
 func (b *Broker) handle(n *notif, holding bool) bool {
 	c := &call{b: b, n: n, pid: int(n.Pid), holding: holding}
 	defer c.close()
+	b.names.RLock() // publishing makes a name (see nameLock)
 	b.publishGitFiles(false)
+	b.names.RUnlock()
 	var r result
 	if n.Arch != nativeArch {
 		r = fail(unix.ENOSYS)
 	} else if sc, known := calls[n.Nr]; !known {
 		r = fail(unix.ENOSYS)
 	} else {
+		unlock := b.nameLock(sc.name)
 		r = sc.run(b, c, n.Args)
+		unlock()
 		if r.errno == unix.EROFS && c.last != "" {
 			b.observe(Denial{Op: sc.name, Path: c.last, Rule: ReadOnly}, c.pid)
 		}
@@ -179,22 +183,11 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 			}
 			return result{fd: fd, cloexec: cloexec}
 		case err == unix.ENOENT && flags&unix.O_CREAT != 0:
-			if !b.checkCreate(op, l.path, false) {
-				return fail(unix.EACCES)
-			}
-			if gitLinkName(l.path) {
-				return b.openGitFile(c, op, l, flags, mode, false)
-			}
-			unix.Umask(c.umask())
-			fd, err := unix.Openat(l.dir, l.name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-			if err == unix.ELOOP {
+			r, again := b.create(c, op, l, flags, mode)
+			if again {
 				continue
 			}
-			if err != nil {
-				return fail(err)
-			}
-			b.rememberGuarded(l.path, fd, "")
-			return result{fd: fd, cloexec: cloexec}
+			return r
 		default:
 			return fail(err)
 		}

@@ -111,3 +111,51 @@ func isDir(l loc) bool {
 	var st unix.Stat_t
 	return unix.Fstatat(l.dir, l.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
+
+// nameLock takes the names lock as call op needs it and returns its
+// release. A rename holds it alone: checkTree walks a renamed directory
+// and decides what it carries, and a name made in that directory by
+// another worker between the walk and the move (mv x/hookz x/hooks while
+// x becomes sub/.git) would be carried unchecked. The calls that make or
+// remove a name share it; an open that creates takes it around the create
+// alone (see open), because an open of an existing FIFO may wait.
+func (b *Broker) nameLock(op string) func() {
+	switch op {
+	case "rename", "renameat", "renameat2":
+		b.names.Lock()
+		return b.names.Unlock
+	case "mkdir", "mkdirat", "mknod", "mknodat", "unlink", "unlinkat", "rmdir",
+		"link", "linkat", "symlink", "symlinkat", "bind":
+		b.names.RLock()
+		return b.names.RUnlock
+	}
+	return func() {}
+}
+
+// create makes the new file l for an open with O_CREAT, deciding and
+// creating under the shared names lock (see nameLock), so no rename moves
+// the directory between the decision and the create. again says the name
+// appeared or became a symlink meanwhile: resolve it again. O_EXCL: a
+// name decided as new is created as new; an existing one (a FIFO, whose
+// open would wait holding the lock) is opened as such after resolving it
+// again.
+func (b *Broker) create(c *call, op string, l loc, flags int, mode uint32) (r result, again bool) {
+	b.names.RLock()
+	defer b.names.RUnlock()
+	if !b.checkCreate(op, l.path, false) {
+		return fail(unix.EACCES), false
+	}
+	if gitLinkName(l.path) {
+		return b.openGitFile(c, op, l, flags, mode, false), false
+	}
+	unix.Umask(c.umask())
+	fd, err := unix.Openat(l.dir, l.name, flags|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	if err == unix.ELOOP || err == unix.EEXIST && flags&unix.O_EXCL == 0 {
+		return result{}, true
+	}
+	if err != nil {
+		return fail(err), false
+	}
+	b.rememberGuarded(l.path, fd, "")
+	return result{fd: fd, cloexec: flags&unix.O_CLOEXEC != 0}, false
+}
