@@ -14,7 +14,7 @@ import (
 // and another spare, in one request. At most maxIdleShims stay idle.
 const (
 	spareShims   = 2
-	maxIdleShims = 8
+	maxIdleShims = 32
 )
 
 // sendExec sends the EXEC request msg, with fds, to an idle shim, and
