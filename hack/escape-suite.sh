@@ -740,6 +740,20 @@ case_setuid_for_host() {
   done
 }
 
+case_setuid_tmpfile() {
+  # An unnamed file (O_TMPFILE) made setuid, then linked into the workspace
+  # (not written: a write by a process without CAP_FSETID clears the bits).
+  local dir
+  for dir in . "$ws"; do
+    crun --profile workspace -- python3 -c 'import ctypes, os, sys
+fd = os.open(sys.argv[1], os.O_TMPFILE | os.O_WRONLY, 0o6755)
+if ctypes.CDLL(None, use_errno=True).linkat(fd, b"", -100, b"x", 0x1000) != 0:
+    os.link("/proc/self/fd/%d" % fd, "x")' "$dir"
+    if [ -e "$ws/x" ] && [ -n "$(find "$ws/x" -maxdepth 0 -perm /6000)" ]; then echo "$ws/x (an O_TMPFILE made in $dir) is setuid or setgid on the host"; return 1; fi
+    rm -f "$ws/x"
+  done
+}
+
 case_write_shadow() {
   crun --profile workspace -- sh -c 'echo x > /etc/shadow'
   want_own_failure || return 1
@@ -817,7 +831,7 @@ all_cases=(
   timeout_daemon fd_leak sigkill_leftovers concurrent_runs readonly_mount
   pids_limit memory_oom fork_bomb
   report_symlink report_fifo report_refusal audit_symlink_folder forged_setup_error setuid_for_host
-  write_shadow alias_mount protect_metadata bind_protected_socket git_redirect
+  write_shadow alias_mount protect_metadata bind_protected_socket git_redirect setuid_tmpfile
 )
 $is_root && all_cases+=(readonly_submount)
 
