@@ -55,7 +55,9 @@ type Proxy struct {
 	// open are the tunnels' connections, closed by Close.
 	open   map[net.Conn]struct{}
 	active atomic.Int32
-	wg     sync.WaitGroup
+	// clients counts the connections to the proxy, idle ones included.
+	clients atomic.Int32
+	wg      sync.WaitGroup
 }
 
 // Where the name of a proxy Event came from, besides FromSNI and FromHTTP.
@@ -77,6 +79,11 @@ const (
 // maxProxied bounds the requests and tunnels a proxy serves at once, as
 // maxActive bounds a Guard's: each holds buffers in cordon's own process.
 const maxProxied = 256
+
+// maxClients bounds the connections to a proxy, idle keep-alive ones and
+// those that have not sent a request yet included: each holds a goroutine
+// and buffers in cordon's process.
+const maxClients = 1024
 
 // NewProxy starts a proxy on 127.0.0.1 (and ::1, on the same port, where
 // this host has IPv6 loopback) on an ephemeral port, with fresh
@@ -138,12 +145,28 @@ func NewProxy(cfg Config) (*Proxy, error) {
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    maxHead,
+		ConnState:         p.connState,
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
 	for _, l := range ls {
 		go func() { _ = p.srv.Serve(l) }()
 	}
 	return p, nil
+}
+
+// connState closes a connection past maxClients at once, and records it.
+func (p *Proxy) connState(c net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		if p.clients.Add(1) > maxClients {
+			// Recorded before the client can see the close.
+			p.record(Event{Proto: "tcp", Decision: Deny, Reason: ReasonTooMany,
+				Detail: fmt.Sprintf("a connection to cordon's proxy was closed: %d are open already (the most one sandbox may have at once)", maxClients)})
+			c.Close()
+		}
+	case http.StateHijacked, http.StateClosed:
+		p.clients.Add(-1)
+	}
 }
 
 // listenLoopback listens on 127.0.0.1 on an ephemeral port and on ::1 on

@@ -339,3 +339,56 @@ func TestProxyEnv(t *testing.T) {
 		t.Errorf("URL %q", u)
 	}
 }
+
+// TestProxyBoundsItsConnections: connections past maxClients, idle ones
+// counted, are closed at once and recorded; once they are gone, requests
+// are served again.
+func TestProxyBoundsItsConnections(t *testing.T) {
+	h := nettest.NewHost(t, "allowed.test")
+	tp := newTestProxy(t, h, h.Allow("allowed.test")...)
+	addr := "127.0.0.1:" + strconv.Itoa(tp.Port())
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range maxClients {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	// The server counts a connection when it accepts it: wait for all.
+	for i := 0; tp.clients.Load() < maxClients; i++ {
+		if i > 2000 {
+			t.Fatalf("%d connections counted", tp.clients.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	extra, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	_ = extra.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if n, err := extra.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Fatalf("connection past the bound: read %d, %v; want it closed", n, err)
+	}
+	tp.denial(t, ReasonTooMany)
+	for _, c := range held {
+		c.Close()
+	}
+	held = nil
+	for i := 0; tp.clients.Load() > 0; i++ {
+		if i > 2000 {
+			t.Fatalf("%d connections still counted", tp.clients.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	out, err := tp.run(t, "curl", "-sS", "--max-time", "20", h.URL("http", "allowed.test"))
+	if err != nil || out != h.Body {
+		t.Fatalf("after the flood: %q, %v", out, err)
+	}
+}
