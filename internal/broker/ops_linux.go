@@ -174,6 +174,9 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 			if flags&unix.O_TMPFILE == unix.O_TMPFILE {
 				unix.Umask(c.umask()) // an unnamed file, made with the caller's mode
 			}
+			if !b.procAllowed(c, op, l.path, read) {
+				return fail(unix.EACCES)
+			}
 			fd, err := openProc(l, (flags|unix.O_NOFOLLOW|unix.O_CLOEXEC)&^unix.O_CREAT, mode)
 			if err == unix.ELOOP {
 				continue // replaced by a symlink meanwhile: resolve again

@@ -152,7 +152,7 @@ func (b *Broker) openDir(c *call, op, full string, flags int, mode uint32) resul
 		return fail(err)
 	}
 	p, err := fdPath(fd)
-	if err != nil || !b.checkMode(op, p, flags&writeFlags == 0) {
+	if err != nil || !b.checkMode(op, p, flags&writeFlags == 0) || !b.procAllowed(c, op, p, flags&writeFlags == 0) {
 		unix.Close(fd)
 		return fail(unix.EACCES)
 	}
