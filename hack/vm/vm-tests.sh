@@ -141,6 +141,31 @@ case_timeout() {
   expect timeout "$1" timeout
 }
 
+# case_session: a warm session on cgroup v2, as WHO: execs run, an exec's
+# OOM kill is typed oom (the session's memory limit, shared by its execs),
+# the next exec still runs, and session stop leaves nothing (case_leftovers
+# runs after it).
+case_session() {
+  n=vm-$1
+  got=$(as "$1" timeout -s KILL 60 cordon session start --memory 32MiB --name "$n" 2>/tmp/session.$1.err)
+  if [ "$got" != "$n" ]; then
+    bad "session ($1)" "start printed '$got': $(tail -n 3 /tmp/session.$1.err | tr '\n' ' ')"
+    return
+  fi
+  one=$(as "$1" timeout -s KILL 60 cordon exec "$n" -- sh -c 'echo one' 2>>/tmp/session.$1.err)
+  rm -f /tmp/session-oom.$1.json
+  as "$1" timeout -s KILL 60 cordon exec --report /tmp/session-oom.$1.json "$n" -- \
+    sh -c 'dd if=/dev/zero of=/dev/null bs=64M count=1' >/dev/null 2>>/tmp/session.$1.err
+  oom=$(field /tmp/session-oom.$1.json failure_type 2>/dev/null)
+  two=$(as "$1" timeout -s KILL 60 cordon exec "$n" -- sh -c 'echo two' 2>>/tmp/session.$1.err)
+  as "$1" timeout -s KILL 60 cordon session stop "$n" 2>>/tmp/session.$1.err
+  if [ "$one" = one ] && [ "$oom" = oom ] && [ "$two" = two ]; then
+    ok "session ($1): execs, oom, stop"
+  else
+    bad "session ($1)" "execs '$one' '$two', oom exec '$oom': $(tail -n 3 /tmp/session.$1.err | tr '\n' ' ')"
+  fi
+}
+
 # case_leftovers: no run's cgroup, state or process is left.
 case_leftovers() {
   left=""
@@ -258,7 +283,7 @@ if [ "$1" = refusal ]; then
   exit 0
 fi
 if [ "$1" = cases ]; then
-  for c in run memory pids cpu escape timeout leftovers; do case_$c "$2"; done
+  for c in run memory pids cpu escape timeout session leftovers; do case_$c "$2"; done
   case $2 in
     4242)
       case_leaves "$2"
