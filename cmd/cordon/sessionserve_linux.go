@@ -27,6 +27,10 @@ func sessionServe(args []string) int { return serveSession(args, false) }
 // whose stdout is the caller's).
 func serveSession(args []string, printName bool) int {
 	fs := newFlagSet("session serve", "--name N --ready-fd FD [sandbox flags]")
+	if printName {
+		// `cordon session start`, forked: its usage is the caller's.
+		fs = newFlagSet("session start", "[--name N] [sandbox flags]")
+	}
 	var sf sandboxFlags
 	var of overrideFlags
 	var ag agentFlags
@@ -36,6 +40,14 @@ func serveSession(args []string, printName bool) int {
 	name := fs.String("name", "", "the session's `NAME`")
 	readyFD := fs.Int("ready-fd", -1, "write the start's exit code to `FD`")
 	if err := fs.Parse(args); err != nil {
+		// A bad flag (or -h): the flag package said why on stderr. The
+		// ready pipe comes first in the arguments, so it is known here:
+		// `session start` exits 2 with that alone.
+		if *readyFD >= 3 {
+			ready := os.NewFile(uintptr(*readyFD), "ready")
+			fmt.Fprintf(ready, "%d\n", exitConfig)
+			ready.Close()
+		}
 		return exitConfig
 	}
 	if *readyFD < 3 || fs.NArg() > 0 {
