@@ -9,7 +9,9 @@
 #   py-import  a Python import of pygments' lexers, yaml, email, asyncio, ...
 #   untar      untar 10,000 small files, then rm -rf them
 #   git-clone  git clone of a local repository of 5,000 files
-#   go-build   go build of a small program with a cold build cache (GO=1)
+#   go-build   go build of a small program with a cold build cache (GO=1;
+#              -buildvcs=false: the base's placeholder .git directory in the
+#              workspace makes go build fail on VCS stamping otherwise)
 # Prints the median wall time of each (RUNS, default 5) and NEW/BASE.
 # CASES="untar true" picks cases. STRICT_NEW=1 runs NEW with strict_deny: true
 # (pass the same binary twice to compare strict_deny with the default).
@@ -50,7 +52,7 @@ sandbox:
     - {source: $goroot, readonly: true}
   env:
     pass: [PATH]
-    set: {HOME: $work, GOCACHE: $work/gocache, GOPATH: $work/gopath, GOFLAGS: -mod=mod, GOTOOLCHAIN: local}
+    set: {HOME: $work, GOCACHE: $work/gocache, GOPATH: $work/gopath, GOFLAGS: -mod=mod -buildvcs=false, GOTOOLCHAIN: local}
 YAML
 cp "$tmp/cfg.yaml" "$tmp/cfg-new.yaml"
 [ "${STRICT_NEW:-0}" = 1 ] && sed -i 's/^  root: .\/work$/  root: .\/work\n  strict_deny: true/' "$tmp/cfg-new.yaml"
