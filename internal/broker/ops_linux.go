@@ -26,6 +26,10 @@ type result struct {
 	fd      int
 	cloexec bool
 	errno   unix.Errno
+	// created is the file the broker made for this open, removed again
+	// when the descriptor cannot be installed (a full descriptor table):
+	// the kernel's open makes nothing then.
+	created *loc
 }
 
 func fail(err error) result { return result{fd: -1, errno: errnoOf(err)} }
@@ -60,6 +64,7 @@ func (b *Broker) handle(n *notif, holding bool) bool {
 	}
 	if r.fd >= 0 {
 		if err := sendFD(b.fd, n.ID, r.fd, r.cloexec); err != nil {
+			r.uncreate()
 			respond(b.fd, n.ID, 0, errnoOf(err))
 		}
 		unix.Close(r.fd)

@@ -157,5 +157,18 @@ func (b *Broker) create(c *call, op string, l loc, flags int, mode uint32) (r re
 		return fail(err), false
 	}
 	b.rememberGuarded(l.path, fd, "")
-	return result{fd: fd, cloexec: flags&unix.O_CLOEXEC != 0}, false
+	return result{fd: fd, cloexec: flags&unix.O_CLOEXEC != 0, created: &l}, false
+}
+
+// uncreate removes the file r.created names if it is still the file r.fd
+// is open on.
+func (r result) uncreate() {
+	if r.created == nil {
+		return
+	}
+	var a, b unix.Stat_t
+	if unix.Fstat(r.fd, &a) == nil && unix.Fstatat(r.created.dir, r.created.name, &b, unix.AT_SYMLINK_NOFOLLOW) == nil &&
+		a.Dev == b.Dev && a.Ino == b.Ino {
+		_ = unix.Unlinkat(r.created.dir, r.created.name, 0)
+	}
 }
