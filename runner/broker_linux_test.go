@@ -263,6 +263,9 @@ git commit -q -m sub
 git -C lib log --oneline | wc -l
 cd .. && git clone -q app copy && git -C copy log --oneline | wc -l
 git -C copy branch feature && git -C copy stash list | wc -l
+git -c protocol.file.allow=always clone -q --recurse-submodules app rcopy
+git -C rcopy config submodule.active >/dev/null; git -C rcopy/lib status --short | wc -l
+[ -z "$(git -C rcopy/lib config core.symlinks || true)" ]
 echo done`
 	out := run(t, sb, "", sh(script)...)
 	if out.res.ExitCode != 0 || !strings.HasSuffix(out.stdout, "done\n") {

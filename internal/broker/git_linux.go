@@ -65,7 +65,7 @@ var safeGitKeys = map[string]bool{
 	"extensions.objectformat": true, "extensions.refstorage": true,
 	"remote.*.url": true, "remote.*.fetch": true, "remote.*.tagopt": true, "remote.*.mirror": true,
 	"branch.*.remote": true, "branch.*.merge": true, "branch.*.rebase": true,
-	"submodule.*.url": true, "submodule.*.active": true,
+	"submodule.*.url": true, "submodule.*.active": true, "submodule.active": true, "submodule.recurse": true,
 	"user.name": true, "user.email": true, "init.defaultbranch": true,
 	"pull.rebase": true, "fetch.prune": true, "gc.auto": true, "index.version": true,
 }

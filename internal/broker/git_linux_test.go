@@ -127,3 +127,22 @@ func TestCheckGitFile(t *testing.T) {
 		}
 	}
 }
+
+func TestGitProbeSymlink(t *testing.T) {
+	for _, tc := range []struct {
+		p, target string
+		ok        bool
+	}{
+		{"/w/.git/modules/lib/t8wubrG", "testing", true},
+		{"/w/.git/worktrees/wt/tX", "testing", true},
+		{"/w/.git/modules", "testing", false},
+		{"/w/.git/modules/lib", "../../../evil", false},
+		{"/w/.git/modules/lib", "/tmp/evil", false},
+		{"/w/sub/.git", "testing", false},
+		{"/w/.git/modules/lib/x", "a/../../../evil", false},
+	} {
+		if got := gitProbeSymlink(tc.p, tc.target); got != tc.ok {
+			t.Errorf("gitProbeSymlink(%s, %s) = %v", tc.p, tc.target, got)
+		}
+	}
+}

@@ -37,6 +37,24 @@ import (
 // gitLinkName reports whether p names a ".git".
 func gitLinkName(p string) bool { return path.Base(p) == ".git" }
 
+// gitProbeSymlink reports whether a symlink at p with target target can
+// redirect nothing: git's probe of the file system in a new gitdir (a
+// symlink "tXXXXXX" -> "testing" in .git/modules/NAME) points, without
+// "..", to a place that is itself below a .git directory's modules or
+// worktrees, which the patterns guard wherever it leads.
+func gitProbeSymlink(p, target string) bool {
+	if gitLinkName(p) || target == "" || strings.HasPrefix(target, "/") {
+		return false
+	}
+	for _, c := range strings.Split(target, "/") {
+		if c == ".." {
+			return false
+		}
+	}
+	to := path.Dir(p) + "/" + target
+	return strings.Contains(to, "/.git/modules/") || strings.Contains(to, "/.git/worktrees/")
+}
+
 // gitRedirectPlace reports whether a symlink at p could send git
 // elsewhere: a ".git" name, or a place at or below a ".git" directory's
 // modules or worktrees (whose entries are gitdirs). git's own probe of the

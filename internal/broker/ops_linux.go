@@ -436,7 +436,7 @@ func (b *Broker) symlink(c *call, op string, targetAddr uint64, dirfd int32, pat
 	if !b.check(op, l.path) {
 		return fail(unix.EACCES)
 	}
-	if gitRedirectPlace(l.path) {
+	if gitRedirectPlace(l.path) && !gitProbeSymlink(l.path, target) {
 		b.deny(op, l.path, gitSymlinkRule)
 		return fail(unix.EACCES)
 	}
