@@ -282,7 +282,19 @@ func (b *Broker) mkdir(c *call, op string, dirfd int32, pathAddr uint64, mode ui
 	if mode&setidBits != 0 {
 		return fail(unix.EPERM)
 	}
-	l, err := c.atPath(dirfd, pathAddr)
+	p, err := c.str(pathAddr)
+	if err != nil {
+		return fail(err)
+	}
+	if dotName(p) && p != "" {
+		// mkdir of "x/." or "..": the kernel answers EEXIST for a
+		// directory that exists (tar extracting "./" relies on it).
+		if _, _, err := c.follow(dirfd, p, false); err != nil {
+			return fail(err)
+		}
+		return fail(unix.EEXIST)
+	}
+	l, err := c.at(dirfd, p)
 	if err != nil {
 		return fail(err)
 	}
