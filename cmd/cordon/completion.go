@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 )
 
@@ -62,11 +61,7 @@ func completionMain(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return exitConfig
 	}
-	var names []string
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := visibleCommands()
 	words := strings.Join(names, " ")
 	switch fs.Arg(0) {
 	case "bash":

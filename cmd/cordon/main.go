@@ -18,6 +18,9 @@ type command struct {
 	name    string
 	summary string
 	run     func(args []string) int
+	// hidden: left out of the usage and the completions (a helper that
+	// cordon itself names, such as proxy-connect).
+	hidden bool
 }
 
 var commands = map[string]command{}
@@ -37,16 +40,25 @@ const (
 )
 
 func usage() {
-	var names []string
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := visibleCommands()
 	fmt.Fprintf(os.Stderr, "usage: cordon COMMAND [FLAGS] [-- CMD ARGS...]\n\ncommands:\n")
 	for _, n := range names {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintf(os.Stderr, "\nenvironment: CORDON_LOG=debug|info|warn|error, CORDON_LOG_FORMAT=text|json\n")
+}
+
+// visibleCommands are the names of the commands that are not hidden,
+// sorted.
+func visibleCommands() []string {
+	var names []string
+	for n, c := range commands {
+		if !c.hidden {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // helpFor prints c's help, as `cordon COMMAND -h` does.
