@@ -28,6 +28,11 @@ type ProfileOptions struct {
 	// profile allows TCP to it and to nothing else. 0 in a profile
 	// printed for review stands for the port a run chooses.
 	ProxyPort int
+	// ProxyConnect is the absolute path of a cordon executable whose
+	// `proxy-connect` subcommand is ssh's ProxyCommand in a sandbox with
+	// an allow list (see SetProxyConnect): the profile lets the sandbox
+	// read and run that one file. "" adds nothing.
+	ProxyConnect string
 	// Canon canonicalizes an absolute path the way Seatbelt sees it. nil
 	// means Canonicalize, the real one for this host. Tests pass a fixed
 	// function so that profiles do not depend on the host.
@@ -67,9 +72,10 @@ type profileBuilder struct {
 	network bool // network on after degradation
 	// proxy: the network is on with an allow list, enforced by the
 	// run's proxy at proxyPort.
-	proxy     bool
-	proxyPort int
-	err       error
+	proxy        bool
+	proxyPort    int
+	proxyConnect string
+	err          error
 
 	areas   []area   // canonical paths, sorted parents first
 	rwAreas []string // canonical paths of the rw areas
@@ -111,6 +117,9 @@ func Profile(sb *spec.Sandbox, opts ProfileOptions) (string, error) {
 		// Enforce dropped an allow list it could not enforce.
 		proxy:     sb.Network.Enabled && len(sb.Network.Allow) > 0,
 		proxyPort: opts.ProxyPort,
+	}
+	if b.proxy && opts.ProxyConnect != "" {
+		b.proxyConnect = b.canonical("proxy-connect executable", opts.ProxyConnect)
 	}
 	if b.proxyPort < 0 || b.proxyPort > 65535 {
 		return "", fmt.Errorf("%w: proxy port %d", ErrBadRequest, b.proxyPort)

@@ -47,7 +47,7 @@ func (b *profileBuilder) proxySection() section {
 	if b.proxyPort == 0 {
 		comment += " Port 0 stands for the port each run's proxy listens on."
 	}
-	return section{
+	s := section{
 		comment: comment,
 		rules: []rule{
 			{action: "allow", ops: []string{"system-socket"}, filter: "(socket-domain AF_UNIX)"},
@@ -57,4 +57,11 @@ func (b *profileBuilder) proxySection() section {
 			{action: "allow", ops: []string{"network-outbound"}, filter: fmt.Sprintf(`(remote tcp "localhost:%d")`, b.proxyPort)},
 		},
 	}
+	if b.proxyConnect != "" {
+		// ssh's ProxyCommand (GIT_SSH_COMMAND): cordon's own executable,
+		// read and run, and nothing else of where it is installed.
+		s.comment += " ssh's ProxyCommand is cordon's own executable (cordon proxy-connect), which the sandbox may read and run."
+		s.rules = append(s.rules, rule{action: "allow", ops: []string{"file-read*"}, filter: "(literal " + quote(b.proxyConnect) + ")"})
+	}
+	return s
 }

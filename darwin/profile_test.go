@@ -112,12 +112,15 @@ func goldenSandboxes() map[string]*spec.Sandbox {
 // goldenProxyPort is the proxy port of the network-allow golden.
 const goldenProxyPort = 49152
 
+// goldenProxyConnect is the cordon executable of the network-allow golden.
+const goldenProxyConnect = "/Users/dev/go/bin/cordon"
+
 func TestGoldenProfiles(t *testing.T) {
 	for name, sb := range goldenSandboxes() {
 		t.Run(name, func(t *testing.T) {
 			opts := ProfileOptions{Canon: fakeCanon}
 			if name == "network-allow" {
-				opts.ProxyPort = goldenProxyPort
+				opts.ProxyPort, opts.ProxyConnect = goldenProxyPort, goldenProxyConnect
 			}
 			got, err := Profile(sb, opts)
 			if err != nil {
@@ -300,6 +303,53 @@ func TestProfileAllowListReachesOnlyTheProxy(t *testing.T) {
 	}
 	if _, err := Profile(sb, ProfileOptions{Canon: fakeCanon, ProxyPort: 70000}); !errors.Is(err, ErrBadRequest) {
 		t.Errorf("port 70000: %v", err)
+	}
+}
+
+// TestProfileLetsSSHRunCordonsProxyConnect: with an allow list and
+// ProxyConnect, the sandbox may read (and so run) cordon's own executable,
+// ssh's ProxyCommand, and no other file beside it; without an allow list
+// ProxyConnect adds nothing.
+func TestProfileLetsSSHRunCordonsProxyConnect(t *testing.T) {
+	sb := goldenSandboxes()["network-allow"]
+	without, err := Profile(sb, ProfileOptions{Canon: fakeCanon, ProxyPort: 50123})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := Profile(sb, ProfileOptions{Canon: fakeCanon, ProxyPort: 50123, ProxyConnect: goldenProxyConnect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		src  string
+		op   string
+		path string
+		want bool
+	}{
+		{without, "file-read-data", goldenProxyConnect, false},
+		{src, "file-read-data", goldenProxyConnect, true},
+		{src, "process-exec", goldenProxyConnect, true},
+		{src, "file-write-data", goldenProxyConnect, false},
+		{src, "file-read-data", "/Users/dev/go/bin/other", false},
+		{src, "network-outbound", "tcp localhost:50124", false},
+	} {
+		if got := mustRead(t, c.src, DefaultTag).allows(t, c.op, c.path); got != c.want {
+			t.Errorf("%s %q allowed = %v, want %v", c.op, c.path, got, c.want)
+		}
+	}
+	off := goldenSandboxes()["network-on"]
+	a, err := Profile(off, ProfileOptions{Canon: fakeCanon})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Profile(off, ProfileOptions{Canon: fakeCanon, ProxyConnect: goldenProxyConnect})
+	if err != nil || a != b {
+		t.Errorf("ProxyConnect changed a profile without an allow list (%v)", err)
+	}
+	for _, bad := range []string{"/usr/bin/a\n(allow default)", "bin/cordon"} {
+		if _, err := Profile(sb, ProfileOptions{Canon: fakeCanon, ProxyConnect: bad}); !errors.Is(err, ErrUnsafeString) {
+			t.Errorf("ProxyConnect %q: %v, want ErrUnsafeString", bad, err)
+		}
 	}
 }
 

@@ -79,6 +79,10 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 	if proxy != nil {
 		defer proxy.Close()
 		opts.ProxyPort, proxyEnv = proxy.Port(), proxy.Env()
+		if pc := proxyConnectPath(); pc != "" {
+			opts.ProxyConnect = pc
+			proxyEnv = append(proxyEnv, sshProxyEnv(pc))
+		}
 	}
 	profile, err := Profile(runSb, opts)
 	if err != nil {

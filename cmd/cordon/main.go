@@ -7,9 +7,12 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
+	"github.com/cordon-run/cordon"
 	"github.com/sirupsen/logrus"
 )
 
@@ -108,5 +111,24 @@ func main() {
 		usage()
 		os.Exit(exitConfig)
 	}
+	if runtime.GOOS == "darwin" && c.name != "proxy-connect" {
+		useAsSSHProxy()
+	}
 	os.Exit(c.run(os.Args[2:]))
+}
+
+// useAsSSHProxy names this executable as ssh's ProxyCommand for macOS
+// runs with an allow list (its proxy-connect subcommand). Without it (a
+// path ssh's shell cannot take), ssh in such runs fails closed as before.
+func useAsSSHProxy() {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err == nil {
+		err = cordon.SetSSHProxyCommand(exe)
+	}
+	if err != nil {
+		logrus.Debugf("no ssh ProxyCommand in runs with an allow list: %v", err)
+	}
 }

@@ -128,6 +128,28 @@ func TestProxyConnectRefusalShowsTheReason(t *testing.T) {
 	})
 }
 
+// TestProxyConnectGitOverSSH: git with the GIT_SSH_COMMAND that macOS
+// runs get (darwin.sshProxyEnv's form) shows the proxy's reason.
+func TestProxyConnectGitOverSSH(t *testing.T) {
+	if _, err := exec.LookPath("ssh"); err != nil {
+		t.Skip("no ssh client")
+	}
+	h := nettest.NewHost(t, "allowed.test", "other.test")
+	allow := fmt.Sprintf("allowed.test:%d", h.EchoPort)
+	pl := startTestProxy(t, h, allow)
+	cmd := exec.Command("git", "ls-remote", fmt.Sprintf("ssh://git@other.test:%d/repo.git", h.EchoPort))
+	cmd.Env = append(pl.Env(), "HOME="+t.TempDir(), "PATH="+os.Getenv("PATH"),
+		"GIT_SSH_COMMAND=ssh -F /dev/null -o BatchMode=yes -o ProxyCommand='"+cordonBin+" proxy-connect %h %p'")
+	out, err := cmd.CombinedOutput()
+	want := fmt.Sprintf("other.test:%d is not in the allow list [%s]", h.EchoPort, allow)
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Fatalf("git: %v\n%s\nwant the reason %q", err, out, want)
+	}
+	if evs := pl.closeEvents(); len(evs) != 1 || evs[0].Decision != netguard.Deny {
+		t.Fatalf("events: %+v; want one denial", evs)
+	}
+}
+
 func TestProxyConnectNeedsItsProxyVariable(t *testing.T) {
 	for _, c := range []struct {
 		name string
