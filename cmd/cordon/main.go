@@ -12,8 +12,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cordon-run/cordon"
 	"github.com/sirupsen/logrus"
+
+	"github.com/cordon-run/cordon"
 )
 
 // command is one subcommand. run returns the process exit code.
