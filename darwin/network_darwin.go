@@ -42,3 +42,16 @@ func startProxy(sb *spec.Sandbox, log *netEvents) (*netguard.Proxy, error) {
 	}
 	return p, nil
 }
+
+// useProxy points the profile at the run's proxy and returns the
+// variables that point the command at it: its own, and ssh's
+// ProxyCommand when SetProxyConnect named a cordon executable.
+func useProxy(opts *ProfileOptions, p *netguard.Proxy) []string {
+	opts.ProxyPort = p.Port()
+	env := p.Env()
+	if pc := proxyConnectPath(); pc != "" {
+		opts.ProxyConnect = pc
+		env = append(env, sshProxyEnv(pc))
+	}
+	return env
+}

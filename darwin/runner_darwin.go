@@ -78,11 +78,7 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 	var proxyEnv []string
 	if proxy != nil {
 		defer proxy.Close()
-		opts.ProxyPort, proxyEnv = proxy.Port(), proxy.Env()
-		if pc := proxyConnectPath(); pc != "" {
-			opts.ProxyConnect = pc
-			proxyEnv = append(proxyEnv, sshProxyEnv(pc))
-		}
+		proxyEnv = useProxy(&opts, proxy)
 	}
 	profile, err := Profile(runSb, opts)
 	if err != nil {
