@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"strings"
@@ -174,17 +173,7 @@ func (b *Broker) renameGitConfig(op string, from, to loc) result {
 	case err != nil && err != unix.ENOENT:
 		return fail(err)
 	}
-	src, err := unix.Openat(from.dir, from.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return fail(err)
-	}
-	f := os.NewFile(uintptr(src), from.path)
-	defer f.Close()
-	var fst unix.Stat_t
-	if unix.Fstat(src, &fst) != nil || fst.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fail(unix.EACCES)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	data, mode, err := readRenamed(from, 1<<20)
 	if err != nil {
 		return fail(err)
 	}
@@ -195,7 +184,7 @@ func (b *Broker) renameGitConfig(op string, from, to loc) result {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := ".cordon-config-" + hex.EncodeToString(rnd[:])
-	out, err := unix.Openat(to.dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(fst.Mode&0o644))
+	out, err := unix.Openat(to.dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode&0o644)
 	if err != nil {
 		return fail(err)
 	}

@@ -290,17 +290,7 @@ func (b *Broker) writeOwnCopy(dir int, name string, data []byte, mode uint32) er
 // from a regular file: its content is decided as a ".git" file's and a
 // copy of the broker's takes the name.
 func (b *Broker) renameGitFile(c *call, op string, from, to loc) result {
-	src, err := unix.Openat(from.dir, from.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return fail(err)
-	}
-	f := os.NewFile(uintptr(src), from.path)
-	defer f.Close()
-	var st unix.Stat_t
-	if unix.Fstat(src, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fail(unix.EACCES)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, 4097))
+	data, mode, err := readRenamed(from, 4097)
 	if err != nil {
 		return fail(err)
 	}
@@ -312,8 +302,30 @@ func (b *Broker) renameGitFile(c *call, op string, from, to loc) result {
 		b.deny(op, to.path, "protect (a .git file from the sandbox: "+err.Error()+")")
 		return fail(unix.EACCES)
 	}
-	if err := b.writeOwnCopy(to.dir, to.name, data, st.Mode&0o777); err != nil {
+	if err := b.writeOwnCopy(to.dir, to.name, data, mode&0o777); err != nil {
 		return fail(err)
 	}
 	return errResult(unix.Unlinkat(from.dir, from.name, 0))
+}
+
+// readRenamed reads up to limit bytes of the regular file a rename is
+// about to publish under a git name, opened without following a link at
+// its last component, and returns them with the file's mode. Anything but
+// a regular file is EACCES.
+func readRenamed(from loc, limit int64) ([]byte, uint32, error) {
+	src, err := unix.Openat(from.dir, from.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	f := os.NewFile(uintptr(src), from.path)
+	defer f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(src, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, 0, unix.EACCES
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit))
+	if err != nil {
+		return nil, 0, err
+	}
+	return data, st.Mode, nil
 }
