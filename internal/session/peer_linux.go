@@ -19,17 +19,9 @@ import (
 // more). `cordon exec`'s C clients make the same check
 // (cmd/cordon/execfast_linux.c); nothing is sent to a server that fails it.
 func (d *Dir) checkServer(c *net.UnixConn, name string) error {
-	rc, err := c.SyscallConn()
+	cred, err := peerCred(c)
 	if err != nil {
-		return err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := rc.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
-		return err
-	}
-	if cerr != nil {
-		return fmt.Errorf("%w: %s (its server's credentials cannot be read: %w)", ErrNotSupervisor, name, cerr)
+		return fmt.Errorf("%w: %s (its server's credentials cannot be read: %w)", ErrNotSupervisor, name, err)
 	}
 	if int(cred.Uid) != os.Geteuid() {
 		return fmt.Errorf("%w: %s (its socket is served by uid %d)", ErrNotSupervisor, name, cred.Uid)
@@ -58,4 +50,19 @@ func (d *Dir) checkServer(c *net.UnixConn, name string) error {
 		}
 	}
 	return fmt.Errorf("%w: %s (its socket is served from inside a sandbox, not by its supervisor)", ErrNotSupervisor, name)
+}
+
+// peerCred returns the credentials of the process at the other end of c
+// (SO_PEERCRED): the client's for a server, the server's for a client.
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := rc.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+		return nil, err
+	}
+	return cred, cerr
 }

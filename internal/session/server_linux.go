@@ -234,17 +234,9 @@ func clientSignals(c *net.UnixConn, sigs chan<- int, size *atomic.Uint32, cancel
 // checkPeer refuses a client of another uid. The socket's directory
 // already is private; this is the second lock.
 func checkPeer(c *net.UnixConn) error {
-	rc, err := c.SyscallConn()
+	cred, err := peerCred(c)
 	if err != nil {
 		return err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := rc.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
-		return err
-	}
-	if cerr != nil {
-		return cerr
 	}
 	if int(cred.Uid) != os.Geteuid() {
 		return fmt.Errorf("session: refused a client of uid %d", cred.Uid)
