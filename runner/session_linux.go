@@ -37,6 +37,8 @@ type linuxSession struct {
 	devNullFD  int
 	oomFile    string // the cgroup file whose oom_kill counter types OOMs
 	pidsFile   string // the cgroup file whose "max" counter types pids_limit
+	// leaves is the per-exec cgroup state (cgroup v2), see sessionleaf_linux.go.
+	leaves sessionLeaves
 	// denials holds each running exec's refusals, from the broker.
 	denials execDenials
 	// run holds what the set-up steps built and their undo steps.
@@ -192,6 +194,8 @@ func (s *linuxSession) launch(ctx context.Context) error {
 	if err := s.awaitReady(ctx, initErr); err != nil {
 		return err
 	}
+	// Before any shim is forked: shims are forked into P/init.
+	s.setupLeaves()
 	// The first exec's shim, forked while the caller gets ready.
 	s.spareMu.Lock()
 	err = s.topUp(spareShims)
@@ -351,6 +355,9 @@ func (s *linuxSession) teardown() error {
 	s.spareMu.Unlock()
 	if s.devNull != nil {
 		s.devNull.Close()
+	}
+	if s.leaves.home != nil {
+		s.leaves.home.Close()
 	}
 	if s.run == nil {
 		return nil

@@ -105,6 +105,8 @@ type sessionExec struct {
 	oomStart int64
 	// pidsStart is the pids.events "max" counter when the exec started.
 	pidsStart int64
+	// leaf is the exec's own cgroup (cgroup v2), or "".
+	leaf string
 	// trackerIno is the inode of the shim's end of its socket, by which
 	// the broker's refusals of this exec's processes are known
 	// (execDenials).
@@ -134,8 +136,13 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 	if req.Detach {
 		flags |= protoFlagDetach
 	}
+	leafProcs := s.takeLeaf(x, &flags)
+	if leafProcs != nil {
+		defer leafProcs.Close()
+	}
 	msg, err := encodeExec(x.id, flags, 0, cwd, req.Args, env)
 	if err != nil {
+		x.close()
 		return nil, err
 	}
 	var child []int // the sandbox's ends, closed once sent (-1: /dev/null)
@@ -150,6 +157,7 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 	if req.Stdin != nil && !isDevNull(req.Stdin) {
 		r, w, err := pipeToSandbox()
 		if err != nil {
+			x.close()
 			return nil, err
 		}
 		stdin, x.stdinW = r, w
@@ -188,6 +196,7 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 			fds[i] = s.devNullFD
 		}
 	}
+	fds = s.leafFDs(fds, leafProcs)
 	if err := s.sendExec(x, msg, fds); err != nil {
 		x.close()
 		return nil, err
@@ -355,6 +364,9 @@ func (x *sessionExec) drain(detach bool) {
 
 func (x *sessionExec) close() {
 	x.s.denials.take(x.trackerIno)
+	removeLeaf(x.leaf)
+	x.leaf = ""
+
 	if x.conn != nil {
 		x.conn.Close()
 	}
@@ -384,6 +396,9 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 		}
 	}
 	oom := s.oomFile != "" && counter(s.oomFile, "oom_kill") > x.oomStart
+	if x.leaf != "" {
+		oom = leafOOMKills(x.leaf) > 0
+	}
 	refused := s.denials.take(x.trackerIno)
 	switch {
 	case timedOut:
@@ -418,6 +433,9 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 	case oom:
 		res.FailureType = FailureOOM
 		res.FailureDetail = fmt.Sprintf("the memory limit of %s (shared by the whole session) killed a process while this command ran", spec.FormatBytes(s.sb.Limits.Memory))
+		if x.leaf != "" {
+			res.FailureDetail = fmt.Sprintf("the session's memory limit of %s (shared by its commands, each accounted in its own cgroup) killed a process of this command", spec.FormatBytes(s.sb.Limits.Memory))
+		}
 	case res.ExitCode == 0:
 		res.FailureType = FailureNone
 	default:

@@ -73,7 +73,8 @@
 #define REQ_SPARE 3
 #define FLAG_DETACH 1u
 #define FLAG_TTY 2u
-#define MAX_FDS 5
+#define FLAG_CGROUP 4u
+#define MAX_FDS 6
 #define CORDON_SIG_KILLTREE (-1)
 #define PHASE_RAN 0
 #define PHASE_CHDIR 1
@@ -153,11 +154,20 @@ static int read_full(int fd, void *buf, size_t n)
 	return 0;
 }
 
-// want_fds is how many descriptors an EXEC request carries: stdin,
-// stdout and stderr, plus a console socket for a TTY.
-static int want_fds(const struct cordon_req *h)
+// stdio_fds is how many of an EXEC request's descriptors are the
+// command's: stdin, stdout and stderr, plus a console socket for a TTY.
+static int stdio_fds(const struct cordon_req *h)
 {
 	return (h->flags & FLAG_TTY) ? 4 : 3;
+}
+
+// want_fds is how many descriptors an EXEC request carries: stdio_fds,
+// then, with FLAG_CGROUP, the exec's leaf cgroup.procs and the shims'
+// home cgroup.procs (both opened by the supervisor, whose credentials
+// the kernel checks a migration against).
+static int want_fds(const struct cordon_req *h)
+{
+	return stdio_fds(h) + ((h->flags & FLAG_CGROUP) ? 2 : 0);
 }
 
 // recv_header reads the request header and the descriptors attached to it.
@@ -425,6 +435,16 @@ static int run_exec(const struct cordon_req *h, char *payload, char **argv, char
 		dprintf(fds[2], "cordon: cannot change to directory %s: %s\n", cwd, strerror(e));
 		return fail_exec(sock, PHASE_CHDIR, e, h, fds);
 	}
+	// With FLAG_CGROUP the shim moves itself into the exec's leaf before
+	// it spawns the command, so the command and all it forks are charged
+	// there, and back home once they are gone.
+	int leaf = -1, home = -1;
+	if (h->flags & FLAG_CGROUP) {
+		leaf = fds[stdio_fds(h)];
+		home = fds[stdio_fds(h) + 1];
+		if (write(leaf, "0", 1) != 1)
+			return fail_exec(sock, PHASE_SHIM, errno, h, fds);
+	}
 	char ttyname[128];
 	int master = -1;
 	if (h->flags & FLAG_TTY) {
@@ -450,8 +470,10 @@ static int run_exec(const struct cordon_req *h, char *payload, char **argv, char
 		close(master);
 	if (err)
 		return fail_exec(sock, PHASE_EXEC, err, h, fds);
-	for (int i = 0; i < want_fds(h); i++)
+	for (int i = 0; i < stdio_fds(h); i++)
 		close(fds[i]);
+	if (leaf >= 0)
+		close(leaf);
 	struct cordon_status st = {.magic = STATUS_MAGIC, .version = PROTO_VERSION, .phase = PHASE_RAN};
 
 	int cmd_done = 0, wst = 0, gone = 0;
@@ -509,9 +531,14 @@ static int run_exec(const struct cordon_req *h, char *payload, char **argv, char
 	int again = !(h->flags & (FLAG_DETACH | FLAG_TTY)) && !gone;
 	if (!(h->flags & FLAG_DETACH))
 		kill_tree(cmd, &cmd_done, &wst, &ru);
-	// Hold no directory of the exec's while idle.
+	// Hold no directory of the exec's while idle, and wait home: out of
+	// the leaf, which the supervisor removes.
 	if (again && chdir("/") < 0)
 		again = 0;
+	if (again && home >= 0 && write(home, "0", 1) != 1)
+		again = 0;
+	if (home >= 0)
+		close(home);
 	if (again)
 		st.flags |= STATUS_AGAIN;
 	st.wstatus = wst;

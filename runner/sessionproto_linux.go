@@ -18,10 +18,13 @@ const (
 	protoReqSignal   = 2
 	protoReqSpare    = 3
 	// protoMaxSpares is how many shim sockets one SPARE request carries
-	// at most (the fork server's MAX_FDS).
+	// at most (at most the fork server's MAX_FDS).
 	protoMaxSpares   = 5
 	protoFlagDetach  = 1
 	protoFlagTTY     = 2
+	// protoFlagCgroup: the request carries two more descriptors, the
+	// exec's leaf cgroup.procs and the shims' home (sessionleaf_linux.go).
+	protoFlagCgroup  = 4
 	protoSigKillTree = -1
 	protoHeaderSize  = 40
 	protoStatusSize  = 48

@@ -21,16 +21,22 @@ func (s *linuxSession) newTTYExec(x *sessionExec, req ExecRequest, cwd string, e
 	if req.Detach {
 		flags |= protoFlagDetach
 	}
+	leafProcs := s.takeLeaf(x, &flags)
+	if leafProcs != nil {
+		defer leafProcs.Close()
+	}
 	msg, err := encodeExec(x.id, flags, termSize(req), cwd, req.Args, env)
 	if err != nil {
+		x.close()
 		return nil, err
 	}
 	parent, child, err := socketPair()
 	if err != nil {
+		x.close()
 		return nil, err
 	}
 	defer parent.Close()
-	err = s.sendExec(x, msg, []int{s.devNullFD, s.devNullFD, s.devNullFD, int(child.Fd())})
+	err = s.sendExec(x, msg, s.leafFDs([]int{s.devNullFD, s.devNullFD, s.devNullFD, int(child.Fd())}, leafProcs))
 	child.Close()
 	if err != nil {
 		x.close()

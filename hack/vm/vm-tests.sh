@@ -166,6 +166,47 @@ case_session() {
   fi
 }
 
+# case_sessionleaf: per-exec cgroups in a warm session, as WHO. Two execs
+# run at once under the session's 48 MiB: one allocates 96 MiB and is
+# typed oom, the other (which tries to move itself out of its cgroup first)
+# sees its own leaf in /proc/self/cgroup, outlives the OOM kill and is
+# typed none. Once both ended no exec's leaf is left under the session's
+# cgroup, whose processes all sit in its init leaf.
+case_sessionleaf() {
+  n=vmleaf-$1
+  got=$(as "$1" timeout -s KILL 60 cordon session start --memory 48MiB --name "$n" 2>/tmp/leaf.$1.err)
+  if [ "$got" != "$n" ]; then
+    bad "sessionleaf ($1)" "start printed '$got': $(tail -n 3 /tmp/leaf.$1.err | tr '\n' ' ')"
+    return
+  fi
+  rm -f /tmp/leaf-a.$1.json /tmp/leaf-b.$1.json
+  as "$1" timeout -s KILL 60 cordon exec --report /tmp/leaf-a.$1.json "$n" -- sh -c \
+    'echo 0 >/sys/fs/cgroup/cgroup.procs; echo 0 >/sys/fs/cgroup/init/cgroup.procs; cat /proc/self/cgroup; sleep 3; echo survived' \
+    >/tmp/leaf-a.$1.out 2>>/tmp/leaf.$1.err &
+  apid=$!
+  sleep 1
+  as "$1" timeout -s KILL 60 cordon exec --report /tmp/leaf-b.$1.json "$n" -- \
+    sh -c 'dd if=/dev/zero of=/dev/null bs=96M count=1' >/dev/null 2>>/tmp/leaf.$1.err
+  wait $apid
+  a=$(field /tmp/leaf-a.$1.json failure_type 2>/dev/null)
+  b=$(field /tmp/leaf-b.$1.json failure_type 2>/dev/null)
+  cgline=$(head -n 1 /tmp/leaf-a.$1.out)
+  sleep 1
+  left="" inroot=""
+  for d in "$(runcg "$1")"/cordon-*; do
+    [ -d "$d" ] || continue
+    for x in "$d"/x*; do [ -d "$x" ] && left="$left $x"; done
+    [ -n "$(cat "$d/cgroup.procs" 2>/dev/null)" ] && inroot="$inroot $d"
+  done
+  as "$1" timeout -s KILL 60 cordon session stop "$n" 2>>/tmp/leaf.$1.err
+  case $cgline in 0::/x[0-9]*) leafok=1 ;; *) leafok=0 ;; esac
+  if [ "$a" = none ] && [ "$b" = oom ] && [ $leafok = 1 ] && grep -q survived /tmp/leaf-a.$1.out && [ -z "$left$inroot" ]; then
+    ok "sessionleaf ($1): oom typed for its exec only, leaf $cgline, no leaf left"
+  else
+    bad "sessionleaf ($1)" "exec a '$a' (cgroup '$cgline', out: $(tr '\n' ' ' </tmp/leaf-a.$1.out)), exec b '$b', leaves left:$left, processes in the session cgroup:$inroot; $(tail -n 3 /tmp/leaf.$1.err | tr '\n' ' ')"
+  fi
+}
+
 # case_leftovers: no run's cgroup, state or process is left.
 case_leftovers() {
   left=""
@@ -283,7 +324,7 @@ if [ "$1" = refusal ]; then
   exit 0
 fi
 if [ "$1" = cases ]; then
-  for c in run memory pids cpu escape timeout session leftovers; do case_$c "$2"; done
+  for c in run memory pids cpu escape timeout session sessionleaf leftovers; do case_$c "$2"; done
   case $2 in
     4242)
       case_leaves "$2"
