@@ -19,9 +19,9 @@ const (
 	protoReqSpare    = 3
 	// protoMaxSpares is how many shim sockets one SPARE request carries
 	// at most (at most the fork server's MAX_FDS).
-	protoMaxSpares   = 5
-	protoFlagDetach  = 1
-	protoFlagTTY     = 2
+	protoMaxSpares  = 5
+	protoFlagDetach = 1
+	protoFlagTTY    = 2
 	// protoFlagCgroup: the request carries two more descriptors, the
 	// exec's leaf cgroup.procs and the shims' home (sessionleaf_linux.go).
 	protoFlagCgroup  = 4
