@@ -29,20 +29,7 @@ func (c *call) takeFD(fd int32) (int, error) {
 	if fd < 0 {
 		return -1, unix.EBADF
 	}
-	pfd, cached, err := c.b.pidfds.get(c)
-	if err != nil {
-		return -1, unix.EBADF
-	}
-	nfd, err := unix.PidfdGetfd(pfd, int(fd), 0)
-	if err != nil && cached {
-		// The cached thread may be gone (its tid now the caller's):
-		// again with a pidfd of the caller itself.
-		c.b.pidfds.drop(c.pid, pfd)
-		if pfd, _, err = c.b.pidfds.get(c); err != nil {
-			return -1, unix.EBADF
-		}
-		nfd, err = unix.PidfdGetfd(pfd, int(fd), 0)
-	}
+	nfd, err := c.b.pidfds.take(c.pid, int(fd), c.live)
 	if err != nil {
 		return -1, unix.EBADF
 	}
@@ -64,51 +51,81 @@ func (c *call) takeFD(fd int32) (int, error) {
 // holder of the tid; if it died, pidfd_getfd fails and a new one is
 // opened for the caller. What is taken is checked with call.live before
 // use, as every read from the caller.
+//
+// The descriptor is taken under mu: a worker that evicts the cache (at
+// max entries) closes every cached pidfd, and a pidfd closed while another
+// worker is about to use its number could be reopened by then for another
+// thread, whose descriptor would be taken instead
+// (TestPidfdsEvictionKeepsTakesApart).
 type pidfds struct {
 	mu sync.Mutex
 	m  map[int]int
+	// max bounds the cache (0: maxPidfds); all are closed when it is full.
+	max int
+	// beforeGetfd, when set (tests only), runs between finding the pidfd
+	// and pidfd_getfd.
+	beforeGetfd func()
 }
 
 // maxPidfds bounds the cache: all are closed when it is full.
 const maxPidfds = 256
 
-// get returns a pidfd for the caller's thread and whether it was cached.
-func (p *pidfds) get(c *call) (int, bool, error) {
+// take duplicates descriptor fd of thread tid into the broker. live says
+// whether the caller's notification is still pending (so tid is still the
+// caller's).
+func (p *pidfds) take(tid, fd int, live func() error) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if fd, ok := p.m[c.pid]; ok {
+	pfd, cached, err := p.get(tid, live)
+	if err != nil {
+		return -1, err
+	}
+	if p.beforeGetfd != nil {
+		p.beforeGetfd()
+	}
+	nfd, err := unix.PidfdGetfd(pfd, fd, 0)
+	if err != nil && cached {
+		// The cached thread may be gone (its tid now the caller's):
+		// again with a pidfd of the caller itself.
+		delete(p.m, tid)
+		unix.Close(pfd)
+		if pfd, _, err = p.get(tid, live); err != nil {
+			return -1, err
+		}
+		nfd, err = unix.PidfdGetfd(pfd, fd, 0)
+	}
+	return nfd, err
+}
+
+// get returns a pidfd for thread tid and whether it was cached (under mu).
+func (p *pidfds) get(tid int, live func() error) (int, bool, error) {
+	if fd, ok := p.m[tid]; ok {
 		return fd, true, nil
 	}
-	pfd, err := unix.PidfdOpen(c.pid, pidfdThread)
+	pfd, err := unix.PidfdOpen(tid, pidfdThread)
 	if err != nil {
 		// Before Linux 6.9 only a process (its leader) has a pidfd; the
 		// threads share its descriptors.
-		if pfd, err = unix.PidfdOpen(c.pid, 0); err != nil {
+		if pfd, err = unix.PidfdOpen(tid, 0); err != nil {
 			return -1, false, err
 		}
 	}
-	if err := c.live(); err != nil {
+	if err := live(); err != nil {
 		unix.Close(pfd)
 		return -1, false, err
 	}
-	if len(p.m) >= maxPidfds {
+	limit := p.max
+	if limit <= 0 {
+		limit = maxPidfds
+	}
+	if len(p.m) >= limit {
 		p.closeAll()
 	}
 	if p.m == nil {
 		p.m = map[int]int{}
 	}
-	p.m[c.pid] = pfd
+	p.m[tid] = pfd
 	return pfd, false, nil
-}
-
-// drop forgets (and closes) the pidfd cached for tid, if it is still fd.
-func (p *pidfds) drop(tid, fd int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m[tid] == fd {
-		delete(p.m, tid)
-		unix.Close(fd)
-	}
 }
 
 // closeAll closes every cached pidfd (under mu).
