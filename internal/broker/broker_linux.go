@@ -125,6 +125,7 @@ const (
 // Start serves fd (which the broker now owns) until Stop.
 func Start(fd int, p Policy, c Creds) *Broker {
 	b := &Broker{fd: fd, policy: p, creds: c, stop: make(chan struct{}), baton: make(chan struct{}, 1)}
+	_ = setSyncWakeUp(fd) // best effort: see setSyncWakeUp
 	b.baton <- struct{}{}
 	b.work = b.worker
 	for range workers {
