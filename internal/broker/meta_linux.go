@@ -162,11 +162,19 @@ func (b *Broker) fchmod(c *call, op string, fd int32, mode uint32) result {
 // them) to the broker's; -1 stays -1 and an id the namespace does not map
 // is EINVAL, as the kernel answers.
 func (b *Broker) hostIDs(c *call, uid, gid uint32) (int, int, error) {
-	u, err := c.mapID(&b.ids, "uid_map", uid)
+	if uid == noID && gid == noID {
+		return -1, -1, nil
+	}
+	// The caller's user namespace, once for both maps.
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(c.pid)+"/ns/user", &st); err != nil {
+		return 0, 0, unix.EINVAL
+	}
+	u, err := c.mapID(&b.ids, st.Ino, "uid_map", uid)
 	if err != nil {
 		return 0, 0, err
 	}
-	g, err := c.mapID(&b.ids, "gid_map", gid)
+	g, err := c.mapID(&b.ids, st.Ino, "gid_map", gid)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -179,15 +187,13 @@ func (b *Broker) hostIDs(c *call, uid, gid uint32) (int, int, error) {
 // cost tar a third of each fchown.
 type idMaps struct{ m sync.Map } // [2]uint64{ns inode, 0 uid / 1 gid} -> [][3]uint64
 
-func (c *call) mapID(maps *idMaps, file string, id uint32) (int, error) {
+// mapID maps id through the caller's uid_map or gid_map (file), that of
+// user namespace nsIno.
+func (c *call) mapID(maps *idMaps, nsIno uint64, file string, id uint32) (int, error) {
 	if id == noID {
 		return -1, nil
 	}
-	var st unix.Stat_t
-	if err := unix.Stat("/proc/"+strconv.Itoa(c.pid)+"/ns/user", &st); err != nil {
-		return 0, unix.EINVAL
-	}
-	key := [2]uint64{st.Ino, 0}
+	key := [2]uint64{nsIno, 0}
 	if file == "gid_map" {
 		key[1] = 1
 	}
