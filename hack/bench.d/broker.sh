@@ -7,8 +7,14 @@
 #   true       cordon run -- true (cold)
 #   read-tree  find and cat a 10,000-file tree
 #   py-import  a Python import of pygments' lexers, yaml, email, asyncio, ...
-#   untar      untar 10,000 small files, then rm -rf them
-#   git-clone  git clone of a local repository of 5,000 files
+#   untar      untar 10,000 small files (into a new directory each run)
+#   git-clone  git clone of a local repository of 5,000 files (likewise)
+# What the create cases made is removed after all runs, untimed: ext4
+# allocates inodes slowly for a while after many were deleted
+# (recently_deleted), so an rm -rf timed inside each run, or between runs,
+# made every later run pay for the one before, whichever binary it was.
+# RM=1 times an rm -rf of the tree after each untar instead (brokered
+# unlinks), as this script did before.
 #   go-build   go build of a small program with a cold build cache (GO=1;
 #              -buildvcs=false: the base's placeholder .git directory in the
 #              workspace makes go build fail on VCS stamping otherwise)
@@ -61,8 +67,8 @@ declare -A cmd=(
   [true]="true"
   [read-tree]="find /fix/tree -type f | xargs cat | wc -c"
   [py-import]="/usr/bin/python3 -c 'import pygments.lexers, pygments.formatters, yaml, email.mime.multipart, http.client, asyncio, unittest, json, xml.etree.ElementTree'"
-  [untar]="mkdir u && tar xf /fix/small.tar -C u && rm -rf u"
-  [git-clone]="git clone -q /fix/repo c && rm -rf c"
+  [untar]='mkdir u.$RUN && tar xf /fix/small.tar -C u.$RUN'
+  [git-clone]='git clone -q /fix/repo c.$RUN'
   [go-build]="rm -rf gocache b && cp -r /fix/gomod b && cd b && go build -o /dev/null . && cd .. && rm -rf b"
 )
 read -ra cases <<<"${CASES:-true read-tree py-import untar git-clone}"
@@ -77,12 +83,17 @@ for c in "${cases[@]}"; do
       if [ "$c" = true ]; then
         t0=$(now); (cd "$work" && "$bin" run --config "$cfg" -- true) >/dev/null; t1=$(now)
       else
-        t0=$(now); (cd "$work" && "$bin" run --config "$cfg" -- sh -c "${cmd[$c]}") >/dev/null; t1=$(now)
+        line=${cmd[$c]//\$RUN/$i.$which}
+        if [ "${RM:-0}" = 1 ]; then
+          case $c in untar) line="$line && rm -rf u.$i.$which" ;; git-clone) line="$line && rm -rf c.$i.$which" ;; esac
+        fi
+        t0=$(now); (cd "$work" && "$bin" run --config "$cfg" -- sh -c "$line") >/dev/null; t1=$(now)
       fi
       times[$c.$which]+="$(( (t1 - t0) / 1000000 )) "
     done
   done
 done
+rm -rf --one-file-system "$work"/u.* "$work"/c.*
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 printf '| case | base ms (median of %d) | broker ms | broker/base |\n|---|---|---|---|\n' "$n"
 for c in "${cases[@]}"; do
