@@ -14,7 +14,8 @@
 # (recently_deleted), so an rm -rf timed inside each run, or between runs,
 # made every later run pay for the one before, whichever binary it was.
 # RM=1 times an rm -rf of the tree after each untar instead (brokered
-# unlinks), as this script did before.
+# unlinks), as this script did before. TMPDIR=DIR puts the workspace in DIR:
+# a tmpfs there shows the broker's cost with no file system in the way.
 #   go-build   go build of a small program with a cold build cache (GO=1;
 #              -buildvcs=false: the base's placeholder .git directory in the
 #              workspace makes go build fail on VCS stamping otherwise)
