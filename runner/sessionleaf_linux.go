@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -76,7 +77,7 @@ func prepareLeaves(dir string) error {
 		return err
 	}
 	have := strings.Fields(string(avail))
-	if !contains(have, "memory") {
+	if !slices.Contains(have, "memory") {
 		return errors.New("no memory controller in the session's cgroup")
 	}
 	if err := os.Mkdir(filepath.Join(dir, leafHome), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
@@ -92,19 +93,10 @@ func prepareLeaves(dir string) error {
 		}
 	}
 	on := "+memory"
-	if contains(have, "pids") {
+	if slices.Contains(have, "pids") {
 		on += " +pids"
 	}
 	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(on), 0)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // execLeaf makes exec id's leaf and returns its path and the descriptors
