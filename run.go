@@ -29,6 +29,7 @@ type runConfig struct {
 	env     []string
 	detach  bool
 	signals <-chan int
+	memory  int64
 }
 
 // RunOption adjusts a run.

@@ -124,6 +124,7 @@ func (s *Session) Exec(ctx context.Context, args []string, opts ...RunOption) (R
 	res, err := s.rs.Exec(ctx, runner.ExecRequest{
 		Args: args, Dir: c.req.Dir, Env: c.env, Stdin: c.req.Stdin, Stdout: c.req.Stdout, Stderr: c.req.Stderr,
 		Timeout: c.req.Timeout, Detach: c.detach, Signals: c.signals, TTY: c.req.TTY, TermSize: c.req.TermSize,
+		Memory: c.memory,
 	})
 	if aerr := run.Finish(res); aerr != nil {
 		return res, errors.Join(err, notRecorded(res, aerr))
@@ -159,6 +160,13 @@ func Env(env []string) RunOption { return func(c *runConfig) { c.env = env } }
 // exits (servers that must outlive the command). Their output is no longer
 // read once the command exits. Run ignores it.
 func Detach() RunOption { return func(c *runConfig) { c.detach = true } }
+
+// ExecMemory limits a session's exec to n bytes of memory, it and every
+// process it starts, narrowing the session's own limit for that command
+// alone: it needs cgroup v2 and a session with a memory limit (each exec
+// then runs in a cgroup of its own), and n at most that limit; otherwise
+// the exec is refused with a setup_error that says so. Run ignores it.
+func ExecMemory(n int64) RunOption { return func(c *runConfig) { c.memory = n } }
 
 // Signals forwards the signals received on ch to a session exec's process
 // group. Run ignores it.

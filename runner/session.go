@@ -136,4 +136,9 @@ type ExecRequest struct {
 	// TermSize, for a TTY exec, reports the caller's terminal size; it is
 	// read at start and on every SIGWINCH that Signals delivers.
 	TermSize func() (cols, rows uint16, ok bool)
+	// Memory, when above zero, limits this command and every process it
+	// starts to that many bytes: at most the session's memory limit, and
+	// only where each exec has a cgroup of its own (cgroup v2 and a
+	// session memory limit); otherwise the exec fails with setup_error.
+	Memory int64
 }

@@ -107,6 +107,8 @@ type sessionExec struct {
 	pidsStart int64
 	// leaf is the exec's own cgroup (cgroup v2), or "".
 	leaf string
+	// memory is the exec's own memory limit on its leaf, or 0.
+	memory int64
 	// trackerIno is the inode of the shim's end of its socket, by which
 	// the broker's refusals of this exec's processes are known
 	// (execDenials).
@@ -136,7 +138,11 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 	if req.Detach {
 		flags |= protoFlagDetach
 	}
-	leafProcs := s.takeLeaf(x, &flags)
+	leafProcs, err := s.takeLeaf(x, &flags, req.Memory)
+	if err != nil {
+		x.close()
+		return nil, err
+	}
 	if leafProcs != nil {
 		defer leafProcs.Close()
 	}
@@ -435,6 +441,9 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 		res.FailureDetail = fmt.Sprintf("the memory limit of %s (shared by the whole session) killed a process while this command ran", spec.FormatBytes(s.sb.Limits.Memory))
 		if x.leaf != "" {
 			res.FailureDetail = fmt.Sprintf("the session's memory limit of %s (shared by its commands, each accounted in its own cgroup) killed a process of this command", spec.FormatBytes(s.sb.Limits.Memory))
+		}
+		if x.memory > 0 {
+			res.FailureDetail = fmt.Sprintf("this command's memory limit of %s (--memory; the session's is %s) or the session's killed a process of it", spec.FormatBytes(x.memory), spec.FormatBytes(s.sb.Limits.Memory))
 		}
 	case res.ExitCode == 0:
 		res.FailureType = FailureNone

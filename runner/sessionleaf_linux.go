@@ -13,6 +13,8 @@ import (
 	"github.com/opencontainers/cgroups"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/spec"
 )
 
 // Per-exec cgroups (cgroup v2). Once the session is ready its cgroup P
@@ -149,15 +151,52 @@ func removeLeaf(dir string) {
 
 // takeLeaf makes x's leaf, records it in x and sets protoFlagCgroup in
 // flags; it returns the leaf's cgroup.procs (closed by the caller once the
-// request is sent), or nil when x runs without a leaf.
-func (s *linuxSession) takeLeaf(x *sessionExec, flags *uint32) *os.File {
+// request is sent), or nil when x runs without a leaf. memory, when above
+// zero, is the exec's own limit (ExecRequest.Memory): refused when it
+// would widen the session's limit or when the exec gets no leaf to hold
+// it, since the command would then run without it.
+func (s *linuxSession) takeLeaf(x *sessionExec, flags *uint32, memory int64) (*os.File, error) {
+	if memory > 0 {
+		if s.leaves.home == nil {
+			why := "this machine has cgroup v1, where a session's memory is shared by its commands"
+			if cgroups.IsCgroup2UnifiedMode() {
+				why = "the session has no memory limit (or no cgroup of its own), so its commands get no cgroup each"
+			}
+			return nil, fmt.Errorf("%w: a memory limit for one exec (--memory %s) needs a cgroup per exec, and %s; fix: drop --memory, or start the session with --memory on a cgroup v2 machine", ErrBadRequest, spec.FormatBytes(memory), why)
+		}
+		if memory > s.eff.Limits.Memory {
+			return nil, fmt.Errorf("%w: --memory %s is above the session's memory limit of %s, which a command cannot widen; fix: give at most %s", ErrBadRequest, spec.FormatBytes(memory), spec.FormatBytes(s.eff.Limits.Memory), spec.FormatBytes(s.eff.Limits.Memory))
+		}
+	}
 	dir, f := s.execLeaf(x.id)
 	if f == nil {
-		return nil
+		if memory > 0 {
+			return nil, fmt.Errorf("%w: the exec's cgroup, which would hold its memory limit, could not be made", ErrSetup)
+		}
+		return nil, nil
 	}
 	x.leaf = dir
+	if memory > 0 {
+		if err := limitLeaf(dir, memory); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%w: the exec's memory limit: %w", ErrSetup, err)
+		}
+		x.memory = memory
+	}
 	*flags |= protoFlagCgroup
-	return f
+	return f, nil
+}
+
+// limitLeaf sets an exec's memory limit on its leaf, with no swap beyond
+// it (the session's own limit is set so too).
+func limitLeaf(dir string, memory int64) error {
+	if err := os.WriteFile(filepath.Join(dir, "memory.max"), []byte(strconv.FormatInt(memory, 10)), 0); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "memory.swap.max"), []byte("0"), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // leafFDs appends the leaf's descriptors to an EXEC request's: the leaf's

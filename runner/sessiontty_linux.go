@@ -21,7 +21,11 @@ func (s *linuxSession) newTTYExec(x *sessionExec, req ExecRequest, cwd string, e
 	if req.Detach {
 		flags |= protoFlagDetach
 	}
-	leafProcs := s.takeLeaf(x, &flags)
+	leafProcs, err := s.takeLeaf(x, &flags, req.Memory)
+	if err != nil {
+		x.close()
+		return nil, err
+	}
 	if leafProcs != nil {
 		defer leafProcs.Close()
 	}

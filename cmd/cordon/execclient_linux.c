@@ -47,7 +47,7 @@
 
 extern char **environ;
 
-static const char usage[] = "usage: cordon exec NAME [--timeout D] [--cwd DIR] [--detach] [--report FILE] [--json] -- CMD [ARG...]\n";
+static const char usage[] = "usage: cordon exec NAME [--timeout D] [--cwd DIR] [--memory SIZE] [--detach] [--report FILE] [--json] -- CMD [ARG...]\n";
 
 static int sock = -1;
 // The caller's terminal, put in raw mode for a TTY exec and restored.
@@ -286,7 +286,7 @@ static const char *report_arg(int argc, char **argv)
 		}
 		if (strncmp(f, "report=", 7) == 0)
 			r = f + 7;
-		else if ((strcmp(f, "report") == 0 || strcmp(f, "timeout") == 0 || strcmp(f, "cwd") == 0) && i + 1 < argc) {
+		else if ((strcmp(f, "report") == 0 || strcmp(f, "timeout") == 0 || strcmp(f, "cwd") == 0 || strcmp(f, "memory") == 0) && i + 1 < argc) {
 			if (f[0] == 'r')
 				r = argv[i + 1];
 			i++;
@@ -442,7 +442,7 @@ static void append_str(char **buf, size_t *len, size_t *cap, const char *s)
 
 static void client(int argc, char **argv)
 {
-	const char *name = NULL, *timeout = NULL, *cwd = NULL, *report = NULL;
+	const char *name = NULL, *timeout = NULL, *cwd = NULL, *report = NULL, *memory = NULL;
 	int json = 0, detach = 0, first = -1;
 	const char *rp = report_arg(argc, argv);
 	if (rp && (report_fd = open_report(rp)) < 0) {
@@ -469,9 +469,9 @@ static void client(int argc, char **argv)
 			detach = 1;
 			continue;
 		}
-		const char *flags[] = {"timeout", "cwd", "report"};
-		const char **vals[] = {&timeout, &cwd, &report};
-		for (int k = 0; k < 3 && !val; k++) {
+		const char *flags[] = {"timeout", "cwd", "report", "memory"};
+		const char **vals[] = {&timeout, &cwd, &report, &memory};
+		for (int k = 0; k < 4 && !val; k++) {
 			size_t fl = strlen(flags[k]);
 			const char *f = a[0] == '-' && a[1] == '-' ? a + 2 : a[0] == '-' ? a + 1 : NULL;
 			if (!f || strncmp(f, flags[k], fl) != 0)
@@ -555,6 +555,11 @@ static void client(int argc, char **argv)
 	char opt[4200];
 	if (timeout) {
 		snprintf(opt, sizeof(opt), "timeout=%s", timeout);
+		append_str(&buf, &len, &cap, opt);
+		nopts++;
+	}
+	if (memory) {
+		snprintf(opt, sizeof(opt), "memory=%.64s", memory);
 		append_str(&buf, &len, &cap, opt);
 		nopts++;
 	}

@@ -452,3 +452,39 @@ func TestSessionCLIIdleTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionCLIExecMemoryRefusedWithoutLeaves: `cordon exec --memory`
+// narrows the session's memory for one command only where each exec has a
+// cgroup of its own (cgroup v2; the VM lane's sessionleaf case tests that).
+// Here (cgroup v1) the exec is refused with setup_error and a fix, and the
+// command never runs: it would otherwise run without the limit it asked
+// for. A size that is no size is a usage error.
+func TestSessionCLIExecMemoryRefusedWithoutLeaves(t *testing.T) {
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		t.Skip("cgroup v2: per-exec limits apply (hack/vm's sessionleaf case)")
+	}
+	for _, u := range sessionUsers(t) {
+		t.Run(u.name, func(t *testing.T) {
+			name := uniqueName("mem")
+			var flags []string
+			if u.name == "root" { // rootless on cgroup v1 has no memory limit at all
+				flags = []string{"--memory", "256MiB"}
+			}
+			startNamed(t, u, name, flags...)
+			marker := filepath.Join(u.ws, "ran-with-memory")
+			r := u.run(t, "", "exec", name, "--memory", "64MiB", "--", "touch", marker)
+			if r.code != 125 || !strings.Contains(r.stderr, "setup_error") || !strings.Contains(r.stderr, "cgroup v1") || !strings.Contains(r.stderr, "fix:") {
+				t.Fatalf("exec --memory: exit %d stderr %s", r.code, r.stderr)
+			}
+			if _, err := os.Lstat(marker); err == nil {
+				t.Fatal("the command ran although its memory limit could not be applied")
+			}
+			if r := u.run(t, "", "exec", name, "--memory", "lots", "--", "true"); r.code != 2 || !strings.Contains(r.stderr, "--memory") {
+				t.Fatalf("exec --memory lots: exit %d stderr %s", r.code, r.stderr)
+			}
+			if r := u.run(t, "", "exec", name, "--", "true"); r.code != 0 {
+				t.Fatalf("a plain exec after the refusals: exit %d stderr %s", r.code, r.stderr)
+			}
+		})
+	}
+}

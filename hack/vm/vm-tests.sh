@@ -198,12 +198,24 @@ case_sessionleaf() {
     for x in "$d"/x*; do [ -d "$x" ] && left="$left $x"; done
     [ -n "$(cat "$d/cgroup.procs" 2>/dev/null)" ] && inroot="$inroot $d"
   done
+  # An exec's own --memory narrows the session's for it alone: 32 MiB in
+  # a 16 MiB exec is typed oom (by its own limit); a limit above the
+  # session's is refused before the command runs.
+  rm -f /tmp/leaf-c.$1.json
+  as "$1" timeout -s KILL 60 cordon exec --memory 16MiB --report /tmp/leaf-c.$1.json "$n" -- \
+    sh -c 'dd if=/dev/zero of=/dev/null bs=32M count=1' >/dev/null 2>>/tmp/leaf.$1.err
+  c=$(field /tmp/leaf-c.$1.json failure_type 2>/dev/null)
+  cdetail=$(field /tmp/leaf-c.$1.json failure_detail 2>/dev/null)
+  as "$1" timeout -s KILL 60 cordon exec --memory 1GiB "$n" -- sh -c 'echo ran-wide' >/tmp/leaf-d.$1.out 2>/tmp/leaf-d.$1.err
+  drc=$?
   as "$1" timeout -s KILL 60 cordon session stop "$n" 2>>/tmp/leaf.$1.err
   case $cgline in 0::/x[0-9]*) leafok=1 ;; *) leafok=0 ;; esac
-  if [ "$a" = none ] && [ "$b" = oom ] && [ $leafok = 1 ] && grep -q survived /tmp/leaf-a.$1.out && [ -z "$left$inroot" ]; then
-    ok "sessionleaf ($1): oom typed for its exec only, leaf $cgline, no leaf left"
+  case $cdetail in *"--memory"*) cok=1 ;; *) cok=0 ;; esac
+  if [ "$a" = none ] && [ "$b" = oom ] && [ $leafok = 1 ] && grep -q survived /tmp/leaf-a.$1.out && [ -z "$left$inroot" ] &&
+    [ "$c" = oom ] && [ $cok = 1 ] && [ $drc = 125 ] && grep -q "above the session" /tmp/leaf-d.$1.err && ! grep -q ran-wide /tmp/leaf-d.$1.out; then
+    ok "sessionleaf ($1): oom typed for its exec only, leaf $cgline, no leaf left, --memory narrows and cannot widen"
   else
-    bad "sessionleaf ($1)" "exec a '$a' (cgroup '$cgline', out: $(tr '\n' ' ' </tmp/leaf-a.$1.out)), exec b '$b', leaves left:$left, processes in the session cgroup:$inroot; $(tail -n 3 /tmp/leaf.$1.err | tr '\n' ' ')"
+    bad "sessionleaf ($1)" "exec a '$a' (cgroup '$cgline', out: $(tr '\n' ' ' </tmp/leaf-a.$1.out)), exec b '$b', leaves left:$left, processes in the session cgroup:$inroot, --memory 16MiB '$c' ($cdetail), --memory 1GiB rc $drc: $(tr '\n' ' ' </tmp/leaf-d.$1.err); $(tail -n 3 /tmp/leaf.$1.err | tr '\n' ' ')"
   fi
 }
 

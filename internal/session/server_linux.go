@@ -19,6 +19,7 @@ import (
 
 	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/spec"
 )
 
 // Server serves one session's socket: execs from `cordon exec` clients
@@ -130,6 +131,13 @@ func (s *Server) exec(c *net.UnixConn, req *request, files []*os.File) (int, str
 			return 2, fmt.Sprintf("cordon exec: --timeout %q is not a duration above zero; fix: give one with a unit, such as 30s or 5m\n", t), nil
 		}
 		opts = append(opts, cordon.Timeout(d))
+	}
+	if m := req.opts["memory"]; m != "" {
+		n, err := spec.ParseBytes(m)
+		if err != nil || n <= 0 {
+			return 2, fmt.Sprintf("cordon exec: --memory %q is not a size above zero; fix: give one such as 256MiB or 1GiB\n", m), nil
+		}
+		opts = append(opts, cordon.ExecMemory(n))
 	}
 	var size atomic.Uint32
 	if req.opts["tty"] == "1" {
