@@ -26,9 +26,10 @@ import (
 // the command and everything it forks are charged to the leaf and an OOM
 // kill of any of them is counted in the leaf's memory.events: typed for
 // that exec alone, whatever runs beside it. The session's limits stay on
-// P, over every leaf. The sandbox mounts no cgroupfs, so a command has no
-// way to move itself (it can reach the shim's descriptors only by
-// ptracing its own shim, and then only into P/init, still under P).
+// P, over every leaf. The sandbox mounts no cgroupfs, and the shim is not
+// dumpable (sessioninit_linux.c), so a command can neither ptrace it nor
+// open its descriptors through /proc/PID/fd: it has no way to move itself
+// out of its leaf.
 //
 // On cgroup v1, and when P has no memory controller to give its
 // children, there are no leaves: memory and its OOM counter are the

@@ -168,8 +168,10 @@ case_session() {
 
 # case_sessionleaf: per-exec cgroups in a warm session, as WHO. Two execs
 # run at once under the session's 48 MiB: one allocates 96 MiB and is
-# typed oom, the other (which tries to move itself out of its cgroup first)
-# sees its own leaf in /proc/self/cgroup, outlives the OOM kill and is
+# typed oom, the other (which tries to move itself out of its cgroup first,
+# through /sys/fs/cgroup and through its shim's descriptors, which hold the
+# leaf's and the init leaf's cgroup.procs) sees its own leaf in
+# /proc/self/cgroup, outlives the OOM kill and is
 # typed none. Once both ended no exec's leaf is left under the session's
 # cgroup, whose processes all sit in its init leaf.
 case_sessionleaf() {
@@ -181,7 +183,7 @@ case_sessionleaf() {
   fi
   rm -f /tmp/leaf-a.$1.json /tmp/leaf-b.$1.json
   as "$1" timeout -s KILL 60 cordon exec --report /tmp/leaf-a.$1.json "$n" -- sh -c \
-    'echo 0 >/sys/fs/cgroup/cgroup.procs; echo 0 >/sys/fs/cgroup/init/cgroup.procs; cat /proc/self/cgroup; sleep 3; echo survived' \
+    'echo 0 >/sys/fs/cgroup/cgroup.procs; echo 0 >/sys/fs/cgroup/init/cgroup.procs; for f in /proc/$PPID/fd/*; do echo 0 >"$f"; done; cat /proc/self/cgroup; sleep 3; echo survived' \
     >/tmp/leaf-a.$1.out 2>>/tmp/leaf.$1.err &
   apid=$!
   sleep 1
