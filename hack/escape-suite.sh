@@ -810,14 +810,38 @@ case_git_redirect() {
   # filled with a hook: refused, with the .git path; the host's git in sub
   # finds no redirect.
   command -v git >/dev/null || { echo "git is not installed"; return 1; }
-  crun --profile workspace -- sh -c 'mkdir -p evil/hooks evil/objects evil/refs sub && echo "ref: refs/heads/main" > evil/HEAD &&
-    printf "#!/bin/sh\necho pwned\n" > evil/hooks/pre-commit && printf "gitdir: ../evil\n" > sub/.git; cat sub/.git'
+  # The sandbox cannot make such a directory (case_bare_plant): the host does.
+  mkdir -p "$ws/evil/hooks" "$ws/evil/objects" "$ws/evil/refs" "$ws/sub"
+  echo "ref: refs/heads/main" >"$ws/evil/HEAD"
+  printf '#!/bin/sh\necho pwned\n' >"$ws/evil/hooks/pre-commit"
+  chmod +x "$ws/evil/hooks/pre-commit"
+  chown -R "$(id -u):$(id -g)" "$ws/evil" "$ws/sub"
+  crun --profile workspace -- sh -c 'printf "gitdir: ../evil\n" > sub/.git; cat sub/.git'
   want_denied "$ws/sub/.git" || return 1
   want_absent "$ws/sub/.git" || return 1
   crun --profile workspace -- sh -c 'ln -s ../evil sub/.git'
   want_denied "$ws/sub/.git" || return 1
   want_absent "$ws/sub/.git" || return 1
   rm -rf "$ws/evil" "$ws/sub"
+}
+
+case_bare_plant() {
+  # A directory git takes for a repository (HEAD, objects, refs), planted
+  # in the workspace with a pager command in its config or a hook: the
+  # piece that completes it is refused, in either order, and the host's
+  # git in it (or below it) runs nothing.
+  command -v git >/dev/null || { echo "git is not installed"; return 1; }
+  mark="$d/bare-pwned"
+  crun --profile workspace -- sh -c "mkdir -p src/pkg src/objects src/refs && printf '[core]\\n\\tpager = touch $mark; cat\\n' > src/config && echo 'ref: refs/heads/main' > src/HEAD"
+  want_denied "$ws/src/HEAD" || return 1
+  want_absent "$ws/src/HEAD" || return 1
+  crun --profile workspace -- sh -c "git init -q --bare b.git && printf '#!/bin/sh\\ntouch $mark\\n' > b.git/hooks/post-update"
+  want_denied "$ws/b.git/hooks/post-update" || return 1
+  want_absent "$ws/b.git/hooks/post-update" || return 1
+  (cd "$ws/src/pkg" && GIT_PAGER= PAGER= script -qc "git log" /dev/null >/dev/null 2>&1)
+  (cd "$ws/b.git" && git log >/dev/null 2>&1)
+  want_absent "$mark" || return 1
+  rm -rf "$ws/src" "$ws/b.git"
 }
 
 all_cases=(
@@ -831,7 +855,7 @@ all_cases=(
   timeout_daemon fd_leak sigkill_leftovers concurrent_runs readonly_mount
   pids_limit memory_oom fork_bomb
   report_symlink report_fifo report_refusal audit_symlink_folder forged_setup_error setuid_for_host
-  write_shadow alias_mount protect_metadata bind_protected_socket git_redirect setuid_tmpfile
+  write_shadow alias_mount protect_metadata bind_protected_socket git_redirect bare_plant setuid_tmpfile
 )
 $is_root && all_cases+=(readonly_submount)
 

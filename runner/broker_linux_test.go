@@ -350,11 +350,21 @@ func TestIntegrationBrokerGitRedirects(t *testing.T) {
 	mark := filepath.Join(t.TempDir(), "pwned")
 	// A gitdir the sandbox fills with a hook and a core.fsmonitor: any
 	// redirect to it would make the host's next git run them.
-	evil := `mkdir -p evil/hooks evil/objects evil/refs && echo 'ref: refs/heads/main' > evil/HEAD && ` +
-		`printf '[core]\n\tfsmonitor = touch ` + mark + `\n' > evil/config && ` +
-		`printf '#!/bin/sh\ntouch ` + mark + `\n' > evil/hooks/pre-commit && chmod +x evil/hooks/pre-commit && mkdir -p sub`
-	if out := run(t, sb, "", sh(evil)...); out.res.ExitCode != 0 {
-		t.Fatalf("setting up: %+v %s", out.res, out.stderr)
+	// The sandbox can no longer make one (TestIntegrationBrokerBareRepoPlant):
+	// the host makes it here.
+	for _, d := range []string{"evil/hooks", "evil/objects", "evil/refs", "sub"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, data := range map[string]string{
+		"evil/HEAD":             "ref: refs/heads/main\n",
+		"evil/config":           "[core]\n\tfsmonitor = touch " + mark + "\n",
+		"evil/hooks/pre-commit": "#!/bin/sh\ntouch " + mark + "\n",
+	} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(data), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, tc := range []struct{ script, blocked string }{
 		{"printf 'gitdir: ../evil\\n' > sub/.git; git -C sub status", "sub/.git"},

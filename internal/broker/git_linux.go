@@ -181,24 +181,8 @@ func (b *Broker) renameGitConfig(op string, from, to loc) result {
 		b.deny(op, to.path, "protect (git config from the sandbox: "+err.Error()+")")
 		return fail(unix.EACCES)
 	}
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := ".cordon-config-" + hex.EncodeToString(rnd[:])
-	out, err := unix.Openat(to.dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode&0o644)
+	nst, err := writeConfigCopy(to, data, mode)
 	if err != nil {
-		return fail(err)
-	}
-	w := os.NewFile(uintptr(out), tmp)
-	_, werr := w.Write(data)
-	var nst unix.Stat_t
-	serr := unix.Fstat(out, &nst)
-	w.Close()
-	if werr != nil || serr != nil {
-		_ = unix.Unlinkat(to.dir, tmp, 0)
-		return fail(unix.EIO)
-	}
-	if err := unix.Renameat(to.dir, tmp, to.dir, to.name); err != nil {
-		_ = unix.Unlinkat(to.dir, tmp, 0)
 		return fail(err)
 	}
 	if existed {
@@ -206,6 +190,32 @@ func (b *Broker) renameGitConfig(op string, from, to loc) result {
 	}
 	b.git.remember(nst)
 	return errResult(unix.Unlinkat(from.dir, from.name, 0))
+}
+
+// writeConfigCopy writes data to a new file of the broker's in to's
+// directory, which the command never held, and renames it over to.
+func writeConfigCopy(to loc, data []byte, mode uint32) (unix.Stat_t, error) {
+	var nst unix.Stat_t
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := ".cordon-config-" + hex.EncodeToString(rnd[:])
+	out, err := unix.Openat(to.dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode&0o644)
+	if err != nil {
+		return nst, err
+	}
+	w := os.NewFile(uintptr(out), tmp)
+	_, werr := w.Write(data)
+	serr := unix.Fstat(out, &nst)
+	w.Close()
+	if werr != nil || serr != nil {
+		_ = unix.Unlinkat(to.dir, tmp, 0)
+		return nst, unix.EIO
+	}
+	if err := unix.Renameat(to.dir, tmp, to.dir, to.name); err != nil {
+		_ = unix.Unlinkat(to.dir, tmp, 0)
+		return nst, err
+	}
+	return nst, nil
 }
 
 func (g *gitState) wroteIt(st unix.Stat_t) bool {

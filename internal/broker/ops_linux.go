@@ -182,7 +182,19 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 			if !b.procAllowed(c, op, l.path, read) {
 				return fail(unix.EACCES)
 			}
+			unlockBare := func() {}
+			if !read && st.Mode&unix.S_IFMT == unix.S_IFREG && bareRelevant(l.path) {
+				// Held until the file is open: a shape completed
+				// meanwhile rewrites the config this open would get.
+				unlockBare = b.bareLock(l.path)
+				if rule := b.bareWrite(c, l); rule != "" {
+					unlockBare()
+					b.deny(op, l.path, rule)
+					return fail(unix.EACCES)
+				}
+			}
 			fd, err := openProc(l, (flags|unix.O_NOFOLLOW|unix.O_CLOEXEC)&^unix.O_CREAT, mode)
+			unlockBare()
 			if err == unix.ELOOP {
 				continue // replaced by a symlink meanwhile: resolve again
 			}
@@ -260,7 +272,7 @@ func (b *Broker) reopenCallerFD(c *call, op string, fd, flags int) result {
 		unix.Close(nfd)
 		return fail(err)
 	}
-	if p, err := fdPath(nfd); err == nil && !b.checkMode(op, p, read) {
+	if p, err := fdPath(nfd); err == nil && (!b.checkMode(op, p, read) || !read && !b.bareWriteOK(c, op, p)) {
 		unix.Close(nfd)
 		return fail(unix.EACCES)
 	}
@@ -301,6 +313,10 @@ func (b *Broker) mkdir(c *call, op string, dirfd int32, pathAddr uint64, mode ui
 	if !b.checkCreate(op, l.path, true) {
 		return fail(unix.EACCES)
 	}
+	defer b.bareLock(l.path)()
+	if !b.bareOK(c, op, l, true) {
+		return fail(unix.EACCES)
+	}
 	unix.Umask(c.umask())
 	if err := unix.Mkdirat(l.dir, l.name, mode); err != nil {
 		return fail(err)
@@ -318,6 +334,10 @@ func (b *Broker) mknod(c *call, op string, dirfd int32, pathAddr uint64, mode ui
 		return fail(err)
 	}
 	if !b.check(op, l.path) {
+		return fail(unix.EACCES)
+	}
+	defer b.bareLock(l.path)()
+	if !b.bareOK(c, op, l, false) {
 		return fail(unix.EACCES)
 	}
 	unix.Umask(c.umask())
@@ -356,6 +376,31 @@ func (b *Broker) rename(c *call, op string, a [6]uint64, oldArg, newArg int, fla
 	}
 	if !b.check(op, from.path) {
 		return fail(unix.EACCES)
+	}
+	if bareRelevant(to.path) || flags&unix.RENAME_EXCHANGE != 0 && bareRelevant(from.path) {
+		b.bare.mu.Lock()
+		defer b.bare.mu.Unlock()
+		if to.name == "config" && flags == 0 && shaped(to.dir) && b.policy.Refuse(to.path) == "" {
+			// git replaces a repository's config as config.lock renamed
+			// over it: checked and written through the broker's copy, and
+			// only over a config the broker wrote.
+			var st unix.Stat_t
+			if !isRegular(from) || unix.Fstatat(to.dir, to.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && !b.git.wroteIt(st) {
+				b.deny(op, to.path, bareRule+": config is git's to write")
+				return fail(unix.EACCES)
+			}
+			return b.renameGitConfig(op, from, to)
+		}
+		if rule := b.bareMake(c, to, false); rule != "" {
+			b.deny(op, to.path, rule)
+			return fail(unix.EACCES)
+		}
+		if flags&unix.RENAME_EXCHANGE != 0 {
+			if rule := b.bareMake(c, from, false); rule != "" {
+				b.deny(op, from.path, rule)
+				return fail(unix.EACCES)
+			}
+		}
 	}
 	if gitRedirectPlace(to.path) && isSymlink(from) ||
 		flags&unix.RENAME_EXCHANGE != 0 && gitRedirectPlace(from.path) && isSymlink(to) {
@@ -400,6 +445,10 @@ func (b *Broker) link(c *call, op string, a [6]uint64, flags int) result {
 		b.deny(op, to.path, "protect (a .git file is only written, not linked)")
 		return fail(unix.EACCES)
 	}
+	defer b.bareLock(to.path)()
+	if !b.bareOK(c, op, to, false) {
+		return fail(unix.EACCES)
+	}
 	var src int
 	if flags&unix.AT_EMPTY_PATH != 0 {
 		p, err := c.str(a[1])
@@ -413,7 +462,7 @@ func (b *Broker) link(c *call, op string, a [6]uint64, flags int) result {
 			if err := c.live(); err != nil {
 				return fail(err)
 			}
-			if fp, err := fdPath(src); err == nil && !b.check(op, fp) {
+			if fp, err := fdPath(src); err == nil && (!b.check(op, fp) || !b.bareWriteOK(c, op, fp)) {
 				return fail(unix.EACCES)
 			}
 			return errResult(unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(src), to.dir, to.name, unix.AT_SYMLINK_FOLLOW))
@@ -430,7 +479,7 @@ func (b *Broker) link(c *call, op string, a [6]uint64, flags int) result {
 	}
 	// A second name for a protected or denied file would be a way to
 	// write or read it.
-	if !b.check(op, srcPath) {
+	if !b.check(op, srcPath) || !b.bareWriteOK(c, op, srcPath) {
 		return fail(unix.EACCES)
 	}
 	return errResult(unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), to.dir, to.name, unix.AT_SYMLINK_FOLLOW))
@@ -450,6 +499,10 @@ func (b *Broker) symlink(c *call, op string, targetAddr uint64, dirfd int32, pat
 	}
 	if gitRedirectPlace(l.path) && !gitProbeSymlink(l.path, target) {
 		b.deny(op, l.path, gitSymlinkRule)
+		return fail(unix.EACCES)
+	}
+	defer b.bareLock(l.path)()
+	if !b.bareOK(c, op, l, false) {
 		return fail(unix.EACCES)
 	}
 	return errResult(unix.Symlinkat(target, l.dir, l.name))
@@ -503,6 +556,10 @@ func (b *Broker) truncate(c *call, op string, pathAddr uint64, length int64) res
 		return fail(err)
 	}
 	if !b.check(op, path) {
+		return fail(unix.EACCES)
+	}
+	defer b.bareLock(path)()
+	if !b.bareWriteOK(c, op, path) {
 		return fail(unix.EACCES)
 	}
 	return errResult(unix.Truncate("/proc/self/fd/"+strconv.Itoa(fd), length))

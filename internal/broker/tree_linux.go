@@ -145,6 +145,10 @@ func (b *Broker) create(c *call, op string, l loc, flags int, mode uint32) (r re
 	if !b.checkCreate(op, l.path, false) {
 		return fail(unix.EACCES), false
 	}
+	defer b.bareLock(l.path)()
+	if !b.bareOK(c, op, l, false) {
+		return fail(unix.EACCES), false
+	}
 	if gitLinkName(l.path) {
 		return b.openGitFile(c, op, l, flags, mode, false), false
 	}
