@@ -40,6 +40,10 @@ func TestIntegrationBrokerBareRepoPlant(t *testing.T) {
 		{"config renamed in", "mkdir -p p4/refs p4/objects && echo 'ref: refs/heads/main' > p4/HEAD && " + evilCfg + " > c4", "mv c4 p4/config", "p4/config"},
 		{"dangling symlink completes", "mkdir -p p5/refs && echo x > p5/HEAD && " + evilCfg + " > p5/config", "ln -s ../o5 p5/objects", "p5/objects"},
 		{"commondir", "mkdir -p p6/refs p6/objects && echo .. > p6/commondir", "echo x > p6/HEAD", "p6/HEAD"},
+		// HEAD and a commondir are a repository whose objects, refs,
+		// config and hooks are where commondir points: here q, which has
+		// no HEAD of its own, so no shape.
+		{"commondir beside HEAD", "mkdir -p q/objects q/refs && " + evilCfg + " > q/config && mkdir -p p7/pkg && echo 'ref: refs/heads/main' > p7/HEAD", "echo ../q > p7/commondir", "p7/commondir"},
 		{"hook in a bare repository", "git init -q --bare b1.git", "echo x > b1.git/hooks/pre-receive", "b1.git/hooks/pre-receive"},
 		{"git config in a bare repository", "git init -q --bare b2.git", "git -C b2.git config core.pager 'touch " + mark + "'", "b2.git/config"},
 		{"HEAD removed and made again", "git init -q --bare b3.git && rm b3.git/HEAD && " + evilCfg + " >> b3.git/config", "echo 'ref: refs/heads/main' > b3.git/HEAD", "b3.git/HEAD"},
@@ -57,8 +61,9 @@ func TestIntegrationBrokerBareRepoPlant(t *testing.T) {
 	mustNotExist(t, filepath.Join(ws, "p2/objects"))
 	mustNotExist(t, filepath.Join(ws, "b1.git/hooks/pre-receive"))
 	mustNotExist(t, filepath.Join(ws, "l4"))
+	mustNotExist(t, filepath.Join(ws, "p7/commondir"))
 	// The host's git in (and below) each of them runs nothing.
-	for _, dir := range []string{"p1/pkg", "p1", "p2", "p3", "p4", "p5", "b2.git", "b3.git"} {
+	for _, dir := range []string{"p1/pkg", "p1", "p2", "p3", "p4", "p5", "p7/pkg", "b2.git", "b3.git"} {
 		cmd := exec.Command("git", "log", "-1")
 		cmd.Dir = filepath.Join(ws, dir)
 		cmd.Env = append(os.Environ(), "GIT_PAGER=", "PAGER=")

@@ -72,24 +72,27 @@ func present(dir int, name string) bool {
 	return unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
 }
 
-// shaped reports whether dir holds HEAD, objects and refs.
+// shaped reports whether dir holds HEAD and either objects and refs or a
+// commondir (git then looks for objects and refs, and reads the config
+// and hooks, where commondir points).
 func shaped(dir int) bool {
-	return present(dir, "HEAD") && present(dir, "objects") && present(dir, "refs")
+	return shapeWith(dir, "")
+}
+
+// shapeWith is shaped as it would be with name present too.
+func shapeWith(dir int, name string) bool {
+	has := func(n string) bool { return n == name || present(dir, n) }
+	return has("HEAD") && (has("commondir") || has("objects") && has("refs"))
 }
 
 // completes reports whether making name in dir completes the shape: name
-// is absent, the other two are present (replacing a HEAD, as git does on
+// is absent and the shape holds with it (replacing a HEAD, as git does on
 // every symref update, changes no shape).
 func completes(dir int, name string) bool {
-	if !shapeNames[name] || present(dir, name) {
+	if !shapeNames[name] && name != "commondir" || present(dir, name) {
 		return false
 	}
-	for n := range shapeNames {
-		if n != name && !present(dir, n) {
-			return false
-		}
-	}
-	return true
+	return !shaped(dir) && shapeWith(dir, name)
 }
 
 // bareMake decides a name the command makes at l (a file, a directory
@@ -102,6 +105,12 @@ func (b *Broker) bareMake(c *call, l loc, mkdir bool) string {
 		return ""
 	}
 	switch {
+	case l.name == "commondir":
+		// HEAD and a commondir make a repository whose config and hooks
+		// are elsewhere: never made so by the command.
+		if present(l.dir, "HEAD") {
+			return bareRule + ": a commondir beside HEAD"
+		}
 	case bareGuarded[l.name]:
 		if shaped(l.dir) {
 			return bareRule + ": " + l.name + " is git's to write"
@@ -191,7 +200,13 @@ func (b *Broker) completeShape(l loc) string {
 	}
 	// Any other config is checked and rewritten, even one the broker
 	// wrote: the command may have written it while the shape was
-	// incomplete (rm HEAD, write, make HEAD again).
+	// incomplete (rm HEAD, write, make HEAD again). One that belongs to
+	// another user than the broker writes as (a host file named config
+	// the shape was built around) is refused rather than rewritten as
+	// someone else's.
+	if st.Uid != uint32(unix.Geteuid()) {
+		return bareRule + ": its config belongs to another user"
+	}
 	data, mode, err := readRenamed(cfg, 1<<20)
 	if err != nil {
 		return bareRule + ": its config cannot be read"
