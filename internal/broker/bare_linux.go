@@ -54,8 +54,13 @@ type bareState struct{ mu sync.Mutex }
 // at p may matter to the shape rules: on the name alone, so that every
 // other call costs nothing.
 func bareRelevant(p string) bool {
-	name := path.Base(p)
-	return shapeNames[name] || bareGuarded[name] || name == "hooks" || path.Base(path.Dir(p)) == "hooks"
+	i := strings.LastIndexByte(p, '/')
+	name := p[i+1:]
+	if shapeNames[name] || bareGuarded[name] || name == "hooks" {
+		return true
+	}
+	// The parent's name, without allocating: hot on every create.
+	return i >= 6 && p[i-6:i] == "/hooks"
 }
 
 // bareLock takes bareMu when p is relevant and returns its release.

@@ -146,3 +146,20 @@ func TestGitProbeSymlink(t *testing.T) {
 		}
 	}
 }
+
+func TestBareRelevant(t *testing.T) {
+	for _, tc := range []struct {
+		p    string
+		want bool
+	}{
+		{"/w/src/HEAD", true}, {"/w/src/objects", true}, {"/w/src/refs", true},
+		{"/w/src/config", true}, {"/w/src/commondir", true}, {"/w/src/config.worktree", true},
+		{"/w/src/hooks", true}, {"/w/src/hooks/pre-commit", true}, {"/hooks/x", true},
+		{"/w/src/main.go", false}, {"/w/src/myhooks/x", false}, {"/w/hooks.d/x", false},
+		{"/w/src/HEAD.lock", false}, {"/w/src/config.lock", false},
+	} {
+		if got := bareRelevant(tc.p); got != tc.want {
+			t.Errorf("bareRelevant(%q) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+}
