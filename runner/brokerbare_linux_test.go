@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cordon-run/cordon/runner"
@@ -57,11 +58,14 @@ func TestIntegrationBrokerBareRepoPlant(t *testing.T) {
 			t.Errorf("%s: %s: want sandbox_denied on %s, got %+v %s", tc.name, tc.script, tc.blocked, out.res, out.stderr)
 		}
 	}
-	mustNotExist(t, filepath.Join(ws, "p1/HEAD"))
-	mustNotExist(t, filepath.Join(ws, "p2/objects"))
-	mustNotExist(t, filepath.Join(ws, "b1.git/hooks/pre-receive"))
-	mustNotExist(t, filepath.Join(ws, "l4"))
-	mustNotExist(t, filepath.Join(ws, "p7/commondir"))
+	// Nothing refused reached the host.
+	for _, p := range []string{"p1/HEAD", "p2/objects", "p3/config", "p4/config", "p5/objects", "p6/HEAD",
+		"p7/commondir", "b1.git/hooks/pre-receive", "b3.git/HEAD", "l4"} {
+		mustNotExist(t, filepath.Join(ws, p))
+	}
+	if data, err := os.ReadFile(filepath.Join(ws, "b2.git/config")); err != nil || strings.Contains(string(data), "pager") {
+		t.Fatalf("b2.git/config after the refused git config: %v %q", err, data)
+	}
 	// The host's git in (and below) each of them runs nothing.
 	for _, dir := range []string{"p1/pkg", "p1", "p2", "p3", "p4", "p5", "p7/pkg", "b2.git", "b3.git"} {
 		cmd := exec.Command("git", "log", "-1")
