@@ -15,10 +15,10 @@ cd "$(dirname "$0")/../.."
 bin=${1:-bin/cordon}
 dir=${VM_DIR:-bin/vm}
 limit=${VM_TIMEOUT:-480}
-# The cases vm-tests.sh runs: nine as root, nine, leaves and doctor as
-# uid 4242, nine and doctor as uid 4244, the refusal, its leftover check
+# The cases vm-tests.sh runs: ten as root, ten, leaves and doctor as
+# uid 4242, ten and doctor as uid 4244, the refusal, its leftover check
 # and doctor as uid 4243. Fewer PASS lines than this fails the lane.
-want=33
+want=36
 
 for tool in qemu-system-x86_64 busybox setpriv dbus-daemon busctl /lib/systemd/systemd; do
   command -v "$tool" >/dev/null 2>&1 || {

@@ -221,6 +221,53 @@ case_sessionleaf() {
   fi
 }
 
+# case_sessionkill: SIGKILL of a session's supervisor leaves no exec leaf,
+# as WHO. A detached exec (its leaf lives as long as it does) and a
+# running exec (a leaf with a background child) each hold a leaf under the
+# session's cgroup; the supervisor is killed with SIGKILL; within a few
+# seconds its reaper has removed the session's cgroup with every leaf in
+# it, and no process of either exec is left (case_leftovers checks too).
+case_sessionkill() {
+  n=vmkill-$1
+  got=$(as "$1" timeout -s KILL 60 cordon session start --memory 48MiB --name "$n" 2>/tmp/kill.$1.err)
+  if [ "$got" != "$n" ]; then
+    bad "sessionkill ($1)" "start printed '$got': $(tail -n 3 /tmp/kill.$1.err | tr '\n' ' ')"
+    return
+  fi
+  as "$1" timeout -s KILL 60 cordon exec --detach "$n" -- sh -c 'sleep 30 >/dev/null 2>&1 &' >/dev/null 2>>/tmp/kill.$1.err
+  as "$1" timeout -s KILL 60 cordon exec "$n" -- sh -c 'sleep 30 & sleep 30' >/dev/null 2>>/tmp/kill.$1.err &
+  epid=$!
+  # Wait (TCG is slow) until both execs hold their leaf.
+  i=0 before=0
+  while [ $i -lt 100 ] && [ $before -lt 2 ]; do
+    sleep 0.2
+    i=$((i + 1))
+    before=0
+    for d in "$(runcg "$1")"/cordon-*; do
+      for x in "$d"/x*; do [ -n "$(cat "$x/cgroup.procs" 2>/dev/null)" ] && before=$((before + 1)); done
+    done
+  done
+  sup=""
+  for p in /proc/[0-9]*; do
+    c=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)
+    case $c in *"session start"*"--name $n"*) sup=${p#/proc/} ;; esac
+  done
+  [ -n "$sup" ] && kill -KILL "$sup"
+  wait $epid
+  i=0 left="x"
+  while [ $i -lt 50 ] && [ -n "$left" ]; do
+    sleep 0.2
+    i=$((i + 1))
+    left=""
+    for d in "$(runcg "$1")"/cordon-*; do [ -d "$d" ] && left="$left $d"; done
+  done
+  if [ "$before" -ge 2 ] && [ -n "$sup" ] && [ -z "$left" ]; then
+    ok "sessionkill ($1): $before leaves before SIGKILL of the supervisor, none after"
+  else
+    bad "sessionkill ($1)" "leaves with processes before: $before, supervisor '$sup', left after: $left; $(tail -n 3 /tmp/kill.$1.err | tr '\n' ' ')"
+  fi
+}
+
 # case_leftovers: no run's cgroup, state or process is left.
 case_leftovers() {
   left=""
@@ -338,7 +385,7 @@ if [ "$1" = refusal ]; then
   exit 0
 fi
 if [ "$1" = cases ]; then
-  for c in run memory pids cpu escape timeout session sessionleaf leftovers; do case_$c "$2"; done
+  for c in run memory pids cpu escape timeout session sessionleaf sessionkill leftovers; do case_$c "$2"; done
   case $2 in
     4242)
       case_leaves "$2"
