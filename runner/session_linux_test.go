@@ -482,3 +482,62 @@ echo $n`)})
 		t.Fatalf("the session ended: %v", err)
 	}
 }
+
+// blockingWriter blocks every Write until release is closed, as a client
+// that stopped reading its stdout does.
+type blockingWriter struct {
+	release chan struct{}
+	buf     bytes.Buffer
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	<-w.release
+	return w.buf.Write(p)
+}
+
+// The timeout kills an exec's tree even while its output cannot be
+// delivered: the supervisor's read of the output is then stuck in a write
+// to the consumer, and the kill must not wait for it.
+func TestIntegrationSessionTimeoutWhileOutputBlocked(t *testing.T) {
+	s := startSession(t, newSandbox(t))
+	marker := "/tmp/cordon-timeout-marker"
+	w := &blockingWriter{release: make(chan struct{})}
+	go func() {
+		time.Sleep(3 * time.Second)
+		close(w.release)
+	}()
+	var se bytes.Buffer
+	res, err := s.Exec(context.Background(), runner.ExecRequest{Timeout: 300 * time.Millisecond, Stdout: w, Stderr: &se,
+		Args: sh("echo first; sleep 2; touch " + marker + "; sleep 100")})
+	if err != nil || res.FailureType != runner.FailureTimeout || res.ExitCode != runner.ExitTimeout {
+		t.Fatalf("got %+v %v, want a timeout", res, err)
+	}
+	if w.buf.String() != "first\n" {
+		t.Errorf("stdout %q, want the line written before the timeout", w.buf.String())
+	}
+	// The command was killed at the timeout, while the write was blocked:
+	// it never reached the touch.
+	if out := execIn(t, s, runner.ExecRequest{Args: sh("test -e " + marker + " && echo present || echo absent")}); out.stdout != "absent\n" {
+		t.Fatalf("the marker is %q: the command outlived its timeout", out.stdout)
+	}
+}
+
+// Output larger than a pipe's buffer, on both streams at once, arrives
+// whole and in order on each.
+func TestIntegrationSessionLargeOutput(t *testing.T) {
+	s := startSession(t, newSandbox(t))
+	for i := 0; i < 2; i++ {
+		out := execIn(t, s, runner.ExecRequest{Args: sh(`seq 1 200000 & seq 1 100000 >&2; wait`)})
+		want := func(n int) string {
+			var b strings.Builder
+			for i := 1; i <= n; i++ {
+				b.WriteString(strconv.Itoa(i))
+				b.WriteByte('\n')
+			}
+			return b.String()
+		}
+		if out.res.ExitCode != 0 || out.stdout != want(200000) || out.stderr != want(100000) {
+			t.Fatalf("exec %d: exit %d, stdout %d bytes, stderr %d bytes", i, out.res.ExitCode, len(out.stdout), len(out.stderr))
+		}
+	}
+}

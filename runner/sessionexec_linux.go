@@ -99,6 +99,17 @@ type sessionExec struct {
 	stopIn   func()
 	outR     []*os.File
 	copiers  sync.WaitGroup
+	// polled: the exec's stdout and stderr pipes (blocking read ends,
+	// -1 once at EOF) and where each goes, read by wait itself (polled)
+	// rather than by copier goroutines: a plain exec, neither detached
+	// nor on a terminal.
+	polled    []int
+	polledDst []io.Writer
+	buf       []byte
+	// mu guards signaled and finished against the exec's timer, cancel
+	// and signal callbacks, which act on their own while wait reads.
+	mu       sync.Mutex
+	finished bool
 	stdout   *CappedWriter
 	stderr   *CappedWriter
 	tail     *TailBuffer
@@ -174,6 +185,18 @@ func (s *linuxSession) newExec(req ExecRequest, cwd string) (*sessionExec, error
 			// Output nobody reads: the command writes to /dev/null
 			// directly, as it would have been discarded anyway.
 			child = append(child, -1)
+			continue
+		}
+		if !req.Detach {
+			// Read by wait: every process that holds the write end is
+			// dead once the status comes, so the read end reaches EOF.
+			var p [2]int
+			if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+				x.close()
+				return nil, err
+			}
+			child = append(child, p[1])
+			x.polled, x.polledDst = append(x.polled, p[0]), append(x.polledDst, dst)
 			continue
 		}
 		r, w, err := pipe()
@@ -274,6 +297,9 @@ func (x *sessionExec) wait(ctx context.Context, req ExecRequest) (st execStatus,
 		}
 		st, stErr = decodeStatus(b[:n])
 	}
+	if x.polled != nil {
+		return x.waitPolled(ctx, req)
+	}
 	if ctx.Done() == nil && req.Signals == nil && x.timeout(req) <= 0 {
 		// Nothing to enforce while it runs: read the status here. The
 		// pipe reaches EOF if the sandbox dies, so this cannot hang on a
@@ -348,6 +374,7 @@ func (x *sessionExec) drain(detach bool) {
 	if x.stopIn != nil {
 		x.stopIn()
 	}
+	x.drainPolled()
 	if x.console != nil {
 		// The master reads EIO once every holder of the terminal is
 		// gone; a detached process may hold it longer.
@@ -381,6 +408,12 @@ func (x *sessionExec) close() {
 	}
 	for _, r := range x.outR {
 		r.Close()
+	}
+	for i, fd := range x.polled {
+		if fd >= 0 {
+			unix.Close(fd)
+			x.polled[i] = -1
+		}
 	}
 	if x.console != nil {
 		x.console.Close()

@@ -8,7 +8,9 @@
 //   - `cordon session start` against `cordon run -- true`, interleaved
 //     (each start is followed by a stop, which is not timed);
 //   - CONC `cordon exec` clients at once in one session, each running
-//     `true` in a loop: every exec must succeed; it reports the throughput.
+//     `true` in a loop (two warm execs each, then at least 50 timed):
+//     every exec must succeed; it reports the throughput, and that of the
+//     warm-up burst apart.
 //
 // It prints a markdown table. It must be built with the seccomp tag: it
 // starts sandboxes itself (the Go API), so it carries cordon's init.
@@ -209,33 +211,44 @@ func run(bin, config, dir string, n, conc int) error {
 		return fmt.Errorf("session start: %v: %s", err, out)
 	}
 	defer func() { _ = exec.Command(bin, "session", "stop", cname).Run() }()
-	per := max(1, n/conc*5)
+	// Each client first runs warm execs, untimed, as every other case
+	// gets warm-ups: the first burst of concurrent execs makes the
+	// session fork a shim for each (it starts with two spares). The
+	// timed run is long enough (at least 1,000 execs) that its start and
+	// end, when fewer than conc clients are running, weigh little.
+	per := max(50, n/conc*5)
 	var ok, failed atomic.Int64
 	var firstErr error
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	t := time.Now()
-	for c := 0; c < conc; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < per; i++ {
-				out, err := exec.Command(bin, "exec", cname, "--", "true").CombinedOutput()
-				if err != nil {
-					failed.Add(1)
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("%v: %s", err, out)
+	burst := func(count int) time.Duration {
+		var wg sync.WaitGroup
+		t := time.Now()
+		for c := 0; c < conc; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < count; i++ {
+					out, err := exec.Command(bin, "exec", cname, "--", "true").CombinedOutput()
+					if err != nil {
+						failed.Add(1)
+						mu.Lock()
+						if firstErr == nil {
+							firstErr = fmt.Errorf("%v: %s", err, out)
+						}
+						mu.Unlock()
+						continue
 					}
-					mu.Unlock()
-					continue
+					ok.Add(1)
 				}
-				ok.Add(1)
-			}
-		}()
+			}()
+		}
+		wg.Wait()
+		return time.Since(t)
 	}
-	wg.Wait()
-	elapsed := time.Since(t)
+	const warm = 2
+	warmElapsed := burst(warm)
+	warmOK := ok.Swap(0)
+	elapsed := burst(per)
 
 	w := func(format string, a ...any) { fmt.Printf(format, a...) }
 	w("| session case | median ms | p90 ms | min ms | versus | its median ms | ratio |\n|---|---:|---:|---:|---|---:|---:|\n")
@@ -245,8 +258,8 @@ func run(bin, config, dir string, n, conc int) error {
 	}
 	row("Go API `Session.Exec(true)`", api, "bare `exec.Command(\"true\").Run()`", bare)
 	row("`cordon session start`", starts, "`cordon run -- true`", runs)
-	w("\n%d concurrent `cordon exec NAME -- true` clients, %d execs each: %d succeeded, %d failed, %.0f execs/s\n",
-		conc, per, ok.Load(), failed.Load(), float64(ok.Load())/elapsed.Seconds())
+	w("\n%d concurrent `cordon exec NAME -- true` clients, %d execs each after %d warm ones: %d succeeded, %d failed, %.0f execs/s (the warm-up burst, which forks the shims: %.0f execs/s)\n",
+		conc, per, warm, ok.Load(), failed.Load(), float64(ok.Load())/elapsed.Seconds(), float64(warmOK)/warmElapsed.Seconds())
 	if failed.Load() > 0 {
 		return errors.Join(fmt.Errorf("%d concurrent execs failed", failed.Load()), firstErr)
 	}
