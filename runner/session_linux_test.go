@@ -541,3 +541,50 @@ func TestIntegrationSessionLargeOutput(t *testing.T) {
 		}
 	}
 }
+
+// An exec ends when its command's tree is dead, even when a process
+// outside that tree holds its output: here a server a detached exec left
+// running receives the next exec's stdout over a Unix socket and keeps it.
+// Everything that could still write to it is then outside the exec, so the
+// output is read until it is quiet and the exec returns.
+func TestIntegrationSessionOutputHeldOutsideTree(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	s := startSession(t, newSandbox(t))
+	const sock = "/tmp/cordon-holder.sock"
+	holder := `import os, socket, time
+s = socket.socket(socket.AF_UNIX)
+s.bind("` + sock + `")
+s.listen(1)
+c, _ = s.accept()
+msg, fds, _, _ = socket.recv_fds(c, 1, 4)
+open("/tmp/cordon-holder.pid", "w").write(str(os.getpid()))
+time.sleep(30)
+`
+	if out := execIn(t, s, runner.ExecRequest{Detach: true, Args: sh("python3 -c '" + holder + "' >/dev/null 2>&1 &")}); out.res.ExitCode != 0 {
+		t.Fatalf("starting the holder: %+v", out.res)
+	}
+	sender := `import os, socket, time
+for _ in range(100):
+    if os.path.exists("` + sock + `"):
+        break
+    time.sleep(0.05)
+c = socket.socket(socket.AF_UNIX)
+c.connect("` + sock + `")
+socket.send_fds(c, [b"x"], [1])
+print("sent", flush=True)
+`
+	start := time.Now()
+	out := execIn(t, s, runner.ExecRequest{Args: []string{"python3", "-c", sender}})
+	took := time.Since(start)
+	if out.res.ExitCode != 0 || out.stdout != "sent\n" {
+		t.Fatalf("sender: %+v stdout %q", out.res, out.stdout)
+	}
+	// The holder still holds the pipe (it sleeps 30 s): the exec did not
+	// wait for it.
+	if chk := execIn(t, s, runner.ExecRequest{Args: sh("kill -0 $(cat /tmp/cordon-holder.pid) && echo held")}); chk.stdout != "held\n" {
+		t.Fatalf("the holder is gone (%q) after %s: the exec waited for it", chk.stdout, took)
+	}
+	t.Logf("the exec returned after %s while the holder kept its stdout", took)
+}

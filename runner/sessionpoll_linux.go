@@ -150,6 +150,16 @@ func (x *sessionExec) statusPending() bool {
 // pollPolled waits until conn (when >= 0; first in the result) or one of
 // the exec's open output pipes is readable, and returns what was polled.
 func (x *sessionExec) pollPolled(conn int) ([]unix.PollFd, error) {
+	return x.pollPolledFor(conn, -1)
+}
+
+// pollPolledFor is pollPolled for at most d (d < 0: no limit); nothing is
+// readable in the result when d passed.
+func (x *sessionExec) pollPolledFor(conn int, d time.Duration) ([]unix.PollFd, error) {
+	ms := -1
+	if d >= 0 {
+		ms = int(d / time.Millisecond)
+	}
 	pfds := make([]unix.PollFd, 0, 1+len(x.polled))
 	pfds = append(pfds, unix.PollFd{Fd: int32(conn), Events: unix.POLLIN})
 	for _, fd := range x.polled {
@@ -158,7 +168,7 @@ func (x *sessionExec) pollPolled(conn int) ([]unix.PollFd, error) {
 		}
 	}
 	for {
-		_, err := unix.Poll(pfds, -1)
+		_, err := unix.Poll(pfds, ms)
 		if !errors.Is(err, unix.EINTR) {
 			return pfds, err
 		}
@@ -193,8 +203,13 @@ func (x *sessionExec) copyPolled(pfds []unix.PollFd) {
 	}
 }
 
-// drainPolled copies the exec's output until both pipes are at EOF: every
-// process that held them is dead once the status came (or the session is).
+// drainPolled copies what is left of the exec's output once its status
+// came. The command's tree is dead then (or the whole session is), so what
+// its processes wrote is in the pipes and each reaches EOF at once, unless
+// a process outside the tree holds a write end: one a detached exec left
+// running, sent the descriptor over a Unix socket. Reading stops when the
+// pipes are quiet for outputQuiet, so such a process cannot hold the exec
+// (and its client) open.
 func (x *sessionExec) drainPolled() {
 	for {
 		open := false
@@ -204,10 +219,24 @@ func (x *sessionExec) drainPolled() {
 		if !open {
 			return
 		}
-		pfds, err := x.pollPolled(-1)
-		if err != nil {
-			return
+		pfds, err := x.pollPolledFor(-1, outputQuiet)
+		if err != nil || !ready(pfds) {
+			return // quiet: x.close closes what is left
 		}
 		x.copyPolled(pfds[1:])
 	}
+}
+
+// outputQuiet is how long the output of an exec whose tree is dead is read
+// without anything coming before it is left.
+const outputQuiet = 100 * time.Millisecond
+
+// ready reports whether any of pfds polled readable.
+func ready(pfds []unix.PollFd) bool {
+	for _, p := range pfds {
+		if p.Revents != 0 {
+			return true
+		}
+	}
+	return false
 }
