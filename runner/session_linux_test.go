@@ -588,3 +588,142 @@ print("sent", flush=True)
 	}
 	t.Logf("the exec returned after %s while the holder kept its stdout", took)
 }
+
+// slowWriter takes d over its first Write, as a consumer that reads its
+// output late does.
+type slowWriter struct {
+	d    time.Duration
+	once sync.Once
+	buf  bytes.Buffer
+}
+
+func (w *slowWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { time.Sleep(w.d) })
+	return w.buf.Write(p)
+}
+
+// A consumer that takes its output late does not decide the outcome: the
+// command ended well before its timeout while the supervisor was still
+// delivering its output, so the exec is the command's exit, not a
+// timeout, and the session goes on.
+func TestIntegrationSessionSlowConsumerKeepsExit(t *testing.T) {
+	s := startSession(t, newSandbox(t))
+	w := &slowWriter{d: 3 * time.Second}
+	var se bytes.Buffer
+	res, err := s.Exec(context.Background(), runner.ExecRequest{Timeout: time.Second, Stdout: w, Stderr: &se,
+		Args: sh("echo hi; sleep 0.05; exit 3")})
+	if err != nil || res.ExitCode != 3 || res.FailureType == runner.FailureTimeout {
+		t.Fatalf("got %+v %v, want exit 3: the command ended before its timeout", res, err)
+	}
+	if w.buf.String() != "hi\n" {
+		t.Errorf("stdout %q", w.buf.String())
+	}
+	if err := s.Err(); err != nil {
+		t.Fatalf("the session ended: %v", err)
+	}
+	// A cancel after the command ended is no cancel either.
+	ctx, cancel := context.WithCancel(context.Background())
+	w = &slowWriter{d: 2 * time.Second}
+	time.AfterFunc(500*time.Millisecond, cancel)
+	res, err = s.Exec(ctx, runner.ExecRequest{Stdout: w, Stderr: &se, Args: sh("echo hi")})
+	if err != nil || res.ExitCode != 0 || res.FailureType != runner.FailureNone {
+		t.Fatalf("got %+v %v after a late cancel, want exit 0", res, err)
+	}
+}
+
+// A command that kills its own shim while its output cannot be delivered
+// does not escape its timeout: the shim's socket is then closed, which is
+// no status (the sleep lets the supervisor take the output first, so it
+// is in the write when the shim dies), so the kill's grace ends the session, and the command with
+// it, while the consumer still blocks. The exec is typed session_gone,
+// not a timeout with the session going on.
+func TestIntegrationSessionShimKilledWhileOutputBlocked(t *testing.T) {
+	s := startSession(t, newSandbox(t))
+	const mark = "sleep 4242.5"
+	w := &blockingWriter{release: make(chan struct{})}
+	type result struct {
+		res runner.Result
+		err error
+	}
+	rc := make(chan result, 1)
+	go func() {
+		var se bytes.Buffer
+		res, err := s.Exec(context.Background(), runner.ExecRequest{Timeout: 300 * time.Millisecond, Stdout: w, Stderr: &se,
+			Args: sh("echo first; sleep 0.1; kill -9 $PPID; exec " + mark)})
+		rc <- result{res, err}
+	}()
+	select {
+	case <-s.Done():
+	case r := <-rc:
+		close(w.release)
+		t.Fatalf("the exec returned while its consumer blocked: %+v %v", r.res, r.err)
+	case <-time.After(30 * time.Second):
+		close(w.release)
+		t.Fatal("the session goes on: the command that killed its shim outlived its timeout")
+	}
+	// The sandbox's PID namespace is gone, and the command with it.
+	for i := 0; ; i++ {
+		if err := exec.Command("pgrep", "-f", mark).Run(); err != nil {
+			break
+		}
+		if i == 50 {
+			t.Fatalf("%q still runs after the session ended", mark)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(w.release)
+	r := <-rc
+	if r.res.FailureType != runner.FailureSessionGone || !errors.Is(r.err, runner.ErrSessionGone) {
+		t.Fatalf("got %+v %v, want session_gone", r.res, r.err)
+	}
+	if !strings.Contains(r.res.FailureDetail, "timeout") {
+		t.Errorf("the detail does not say the timeout came first: %q", r.res.FailureDetail)
+	}
+}
+
+// A process outside an exec's tree that holds its stdout and keeps
+// writing to it never lets the output be quiet; the exec still returns,
+// drainCap after its command ended, with the command's own output whole.
+func TestIntegrationSessionOutputHolderKeepsWriting(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	s := startSession(t, newSandbox(t))
+	const sock = "/tmp/cordon-writer.sock"
+	holder := `import os, socket, time
+s = socket.socket(socket.AF_UNIX)
+s.bind("` + sock + `")
+s.listen(1)
+c, _ = s.accept()
+msg, fds, _, _ = socket.recv_fds(c, 1, 4)
+open("/tmp/cordon-writer.pid", "w").write(str(os.getpid()))
+for _ in range(600):
+    os.write(fds[0], b".")
+    time.sleep(0.05)
+`
+	if out := execIn(t, s, runner.ExecRequest{Detach: true, Args: sh("python3 -c '" + holder + "' >/dev/null 2>&1 &")}); out.res.ExitCode != 0 {
+		t.Fatalf("starting the holder: %+v", out.res)
+	}
+	sender := `import os, socket, time
+for _ in range(100):
+    if os.path.exists("` + sock + `"):
+        break
+    time.sleep(0.05)
+c = socket.socket(socket.AF_UNIX)
+c.connect("` + sock + `")
+socket.send_fds(c, [b"x"], [1])
+print("sent", flush=True)
+`
+	start := time.Now()
+	out := execIn(t, s, runner.ExecRequest{Args: []string{"python3", "-c", sender}})
+	took := time.Since(start)
+	if out.res.ExitCode != 0 || !strings.HasPrefix(out.stdout, "sent\n") || strings.Trim(out.stdout[5:], ".") != "" {
+		t.Fatalf("sender: %+v stdout %q", out.res, out.stdout)
+	}
+	// The holder writes for 30 s: it is still there, so the exec did not
+	// wait for it.
+	if chk := execIn(t, s, runner.ExecRequest{Args: sh("kill -0 $(cat /tmp/cordon-writer.pid) && echo held")}); chk.stdout != "held\n" {
+		t.Fatalf("the holder is gone (%q) after %s: the exec waited for it", chk.stdout, took)
+	}
+	t.Logf("the exec returned after %s with %d bytes from the holder", took, len(out.stdout)-5)
+}

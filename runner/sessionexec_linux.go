@@ -440,12 +440,16 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 	}
 	refused := s.denials.take(x.trackerIno)
 	switch {
+	case stErr != nil:
+		// First, even after a timeout: the session is over, not going on.
+		if timedOut {
+			stErr = fmt.Errorf("after the timeout of %s: %w", x.timeout(req), stErr)
+		}
+		goneResult(res, fmt.Errorf("%w (%v)", s.Err(), stErr))
 	case timedOut:
 		res.ExitCode = ExitTimeout
 		res.FailureType = FailureTimeout
 		res.FailureDetail = fmt.Sprintf("the command ran longer than the timeout of %s; it and every process it started were killed (the session goes on)", x.timeout(req))
-	case stErr != nil:
-		goneResult(res, fmt.Errorf("%w (%v)", s.Err(), stErr))
 	case canceled:
 		res.FailureType = FailureProcessError
 		res.FailureDetail = "the exec was canceled; the command and every process it started were killed"

@@ -13,18 +13,27 @@ import (
 // waitPolled is wait for a plain exec (neither detached nor on a
 // terminal): the calling goroutine itself polls the shim's socket for the
 // status and the command's stdout and stderr pipes, and copies the output
-// as it comes, until it has the status and both pipes are at EOF. A warm
-// exec is a few system calls, and the Go scheduler's hand-offs between
-// the copier and status goroutines (each woken through the network
-// poller, often on another thread) cost as much as the rest of the
-// supervisor's work.
+// as it comes, until it has the status. A warm exec is a few system calls,
+// and the Go scheduler's hand-offs between the copier and status
+// goroutines (each woken through the network poller, often on another
+// thread) cost as much as the rest of the supervisor's work.
 //
 // The timeout, a cancel and the forwarded signals do not depend on this
 // loop: a timer, a context callback and a signal goroutine send their
 // requests to the shim themselves, so a consumer that stops reading the
-// output (a write here then blocks) never delays the kill.
-func (x *sessionExec) waitPolled(ctx context.Context, req ExecRequest) (st execStatus, timedOut, canceled bool, stErr error) {
-	var grace *time.Timer
+// output (a write here then blocks) never delays the kill. Nor does such
+// a consumer decide the outcome: a callback that finds the status waiting
+// on the socket (the command is over; the loop is in a write) leaves the
+// exec alone, and the loop reads the socket only under x.mu, so a callback
+// sees the status either there or read.
+func (x *sessionExec) waitPolled(ctx context.Context, req ExecRequest) (execStatus, bool, bool, error) {
+	var (
+		st    execStatus
+		stErr error
+		// Guarded by x.mu, as are grace and x.finished.
+		timedOut, canceled bool
+		grace              *time.Timer
+	)
 	// act runs f unless the exec is finished: after that the shim may
 	// serve another exec, which no late request may reach.
 	act := func(f func()) {
@@ -34,15 +43,27 @@ func (x *sessionExec) waitPolled(ctx context.Context, req ExecRequest) (st execS
 			f()
 		}
 	}
+	// end marks the exec finished, on every way out: from then on no
+	// callback acts.
+	end := func() (execStatus, bool, bool, error) {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		x.finished = true
+		if grace != nil {
+			grace.Stop()
+		}
+		return st, timedOut, canceled, stErr
+	}
 	killTree := func() {
 		x.signaled = true
 		_ = sendOn(x.conn, encodeSignal(x.id, protoSigKillTree), nil)
 		if grace == nil {
 			grace = time.AfterFunc(killGrace, func() {
 				act(func() {
-					// A status waiting to be read (the loop is in a
-					// write to a slow consumer) says the shim did its
-					// part: the tree is dead.
+					// A whole status waiting to be read (the loop is in
+					// a write to a slow consumer) says the shim did its
+					// part: the tree is dead. Anything else, the shim's
+					// end closed included, is a shim that did not.
 					if !x.statusPending() {
 						x.s.kill(fmt.Sprintf("exec %d did not stop within %s of being killed", x.id, killGrace))
 					}
@@ -50,12 +71,28 @@ func (x *sessionExec) waitPolled(ctx context.Context, req ExecRequest) (st execS
 			})
 		}
 	}
+	// A timer or cancel that comes after the command ended (its status
+	// waits on the socket) leaves the outcome as the status says.
 	if t := x.timeout(req); t > 0 {
-		timer := time.AfterFunc(t, func() { act(func() { timedOut = true; killTree() }) })
+		timer := time.AfterFunc(t, func() {
+			act(func() {
+				if !x.statusPending() {
+					timedOut = true
+					killTree()
+				}
+			})
+		})
 		defer timer.Stop()
 	}
 	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, func() { act(func() { canceled = true; killTree() }) })
+		stop := context.AfterFunc(ctx, func() {
+			act(func() {
+				if !x.statusPending() {
+					canceled = true
+					killTree()
+				}
+			})
+		})
 		defer stop()
 	}
 	if req.Signals != nil {
@@ -80,7 +117,8 @@ func (x *sessionExec) waitPolled(ctx context.Context, req ExecRequest) (st execS
 	}
 	conn, err := x.connFD()
 	if err != nil {
-		return st, false, false, err
+		stErr = err
+		return end()
 	}
 	status := make([]byte, 0, protoStatusSize+1)
 	for done := false; !done; {
@@ -92,6 +130,10 @@ func (x *sessionExec) waitPolled(ctx context.Context, req ExecRequest) (st execS
 			break
 		}
 		if pfds[0].Revents != 0 {
+			// Under mu, so that a callback's statusPending never
+			// falls between this read and the end of the exec. Poll
+			// said readable: the read does not block.
+			x.mu.Lock()
 			n, err := unix.Read(conn, status[len(status):cap(status)])
 			switch {
 			case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
@@ -108,18 +150,13 @@ func (x *sessionExec) waitPolled(ctx context.Context, req ExecRequest) (st execS
 					done = true
 				}
 			}
+			x.finished = x.finished || done
+			x.mu.Unlock()
 			continue
 		}
 		x.copyPolled(pfds[1:])
 	}
-	// From here on no callback acts (act checks finished under mu).
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.finished = true
-	if grace != nil {
-		grace.Stop()
-	}
-	return st, timedOut, canceled, stErr
+	return end()
 }
 
 // connFD is the raw descriptor of the exec's shim socket.
@@ -135,16 +172,22 @@ func (x *sessionExec) connFD() (int, error) {
 	return conn, nil
 }
 
-// statusPending reports whether the shim's status (or its end of the
-// socket's closing) waits to be read.
+// statusPending reports whether the shim's whole status record waits to
+// be read on its socket. The shim's end closed (EOF) or part of a record
+// is no status: the shim is gone or still writing.
 func (x *sessionExec) statusPending() bool {
 	conn, err := x.connFD()
 	if err != nil {
 		return false
 	}
-	p := []unix.PollFd{{Fd: int32(conn), Events: unix.POLLIN}}
-	n, err := unix.Poll(p, 0)
-	return err == nil && n > 0
+	var b [protoStatusSize]byte
+	for {
+		n, _, err := unix.Recvfrom(conn, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return err == nil && n == protoStatusSize
+	}
 }
 
 // pollPolled waits until conn (when >= 0; first in the result) or one of
@@ -208,18 +251,19 @@ func (x *sessionExec) copyPolled(pfds []unix.PollFd) {
 // its processes wrote is in the pipes and each reaches EOF at once, unless
 // a process outside the tree holds a write end: one a detached exec left
 // running, sent the descriptor over a Unix socket. Reading stops when the
-// pipes are quiet for outputQuiet, so such a process cannot hold the exec
-// (and its client) open.
+// pipes are quiet for outputQuiet, or at the latest drainCap after the
+// status, so such a process cannot hold the exec (and its client) open;
+// what the pipes hold then, at most their capacity, is still copied, so a
+// slow consumer loses none of the tree's own output.
 func (x *sessionExec) drainPolled() {
-	for {
-		open := false
-		for _, fd := range x.polled {
-			open = open || fd >= 0
-		}
-		if !open {
+	deadline := time.Now().Add(drainCap)
+	for x.anyPolled() {
+		left := time.Until(deadline)
+		if left <= 0 {
+			x.copyBuffered()
 			return
 		}
-		pfds, err := x.pollPolledFor(-1, outputQuiet)
+		pfds, err := x.pollPolledFor(-1, min(left, outputQuiet))
 		if err != nil || !ready(pfds) {
 			return // quiet: x.close closes what is left
 		}
@@ -227,9 +271,53 @@ func (x *sessionExec) drainPolled() {
 	}
 }
 
+// anyPolled reports whether an output pipe is still open.
+func (x *sessionExec) anyPolled() bool {
+	for _, fd := range x.polled {
+		if fd >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// copyBuffered copies what each open output pipe holds now, at most its
+// capacity: a writer that keeps writing adds nothing past that.
+func (x *sessionExec) copyBuffered() {
+	if x.buf == nil {
+		x.buf = make([]byte, 32<<10)
+	}
+	for i, fd := range x.polled {
+		if fd < 0 {
+			continue
+		}
+		left, err := unix.FcntlInt(uintptr(fd), unix.F_GETPIPE_SZ, 0)
+		if err != nil {
+			left = 64 << 10
+		}
+		for left > 0 {
+			p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			if n, err := unix.Poll(p, 0); err != nil || n == 0 {
+				break
+			}
+			n, err := unix.Read(fd, x.buf[:min(len(x.buf), left)])
+			if n <= 0 || err != nil {
+				break
+			}
+			left -= n
+			_, _ = x.polledDst[i].Write(x.buf[:n])
+		}
+	}
+}
+
 // outputQuiet is how long the output of an exec whose tree is dead is read
 // without anything coming before it is left.
 const outputQuiet = 100 * time.Millisecond
+
+// drainCap is how long at most the output of an exec whose tree is dead
+// is read: a process outside the tree that holds the pipe and writes a
+// little every so often never lets it be quiet.
+const drainCap = time.Second
 
 // ready reports whether any of pfds polled readable.
 func ready(pfds []unix.PollFd) bool {
