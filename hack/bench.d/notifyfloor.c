@@ -35,6 +35,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifndef __x86_64__
+/* The filter names system calls by their x86_64 numbers (open, creat and
+ * mkdir have no equivalent on arm64). */
+#error "notifyfloor is amd64 only"
+#endif
+
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
 #endif
