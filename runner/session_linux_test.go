@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -726,4 +728,90 @@ print("sent", flush=True)
 		t.Fatalf("the holder is gone (%q) after %s: the exec waited for it", chk.stdout, took)
 	}
 	t.Logf("the exec returned after %s with %d bytes from the holder", took, len(out.stdout)-5)
+}
+
+// An exec ends when its command's tree is dead even when a process outside
+// that tree holds its stdin and reads nothing: the supervisor's write of
+// the rest of the input, blocked on the full pipe, is abandoned, and the
+// pipe's write end is closed (the holder sees the hang-up), whether the
+// input is a file (a client's stdin) or any other reader.
+func TestIntegrationSessionStdinHeldOutsideTree(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	big := bytes.Repeat([]byte("x"), 4<<20)
+	for _, tc := range []struct {
+		name  string
+		stdin func(t *testing.T) io.Reader
+	}{
+		{"file", func(t *testing.T) io.Reader {
+			f, err := os.CreateTemp(t.TempDir(), "in")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write(big); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Seek(0, 0); err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}},
+		{"reader", func(*testing.T) io.Reader { return bytes.NewReader(big) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startSession(t, newSandbox(t))
+			const sock, hup = "/tmp/cordon-inholder.sock", "/tmp/cordon-inholder.hup"
+			// The holder never reads; it reports when every writer of the
+			// pipe is gone.
+			holder := `import select, socket, time
+s = socket.socket(socket.AF_UNIX)
+s.bind("` + sock + `")
+s.listen(1)
+c, _ = s.accept()
+msg, fds, _, _ = socket.recv_fds(c, 1, 4)
+p = select.poll()
+p.register(fds[0], select.POLLIN)
+for _ in range(600):
+    if any(ev & select.POLLHUP for _, ev in p.poll(100)):
+        open("` + hup + `", "w").write("hup")
+        break
+    time.sleep(0.1)
+time.sleep(60)
+`
+			if out := execIn(t, s, runner.ExecRequest{Detach: true, Args: sh("python3 -c '" + holder + "' >/dev/null 2>&1 &")}); out.res.ExitCode != 0 {
+				t.Fatalf("starting the holder: %+v", out.res)
+			}
+			sender := `import os, socket, time
+for _ in range(100):
+    if os.path.exists("` + sock + `"):
+        break
+    time.sleep(0.05)
+c = socket.socket(socket.AF_UNIX)
+c.connect("` + sock + `")
+socket.send_fds(c, [b"x"], [0])
+print("sent", flush=True)
+`
+			rc := make(chan execOut, 1)
+			go func() {
+				var so, se bytes.Buffer
+				res, err := s.Exec(context.Background(), runner.ExecRequest{Stdin: tc.stdin(t), Stdout: &so, Stderr: &se,
+					Args: []string{"python3", "-c", sender}})
+				rc <- execOut{res, err, so.String(), se.String()}
+			}()
+			var out execOut
+			select {
+			case out = <-rc:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the exec has not returned 30 s after its command: it waits for the holder of its stdin")
+			}
+			if out.res.ExitCode != 0 || out.stdout != "sent\n" {
+				t.Fatalf("sender: %+v stdout %q stderr %q", out.res, out.stdout, out.stderr)
+			}
+			chk := execIn(t, s, runner.ExecRequest{Args: sh("for i in $(seq 100); do test -e " + hup + " && exit 0; sleep 0.1; done; exit 1")})
+			if chk.res.ExitCode != 0 {
+				t.Fatal("the holder never saw the stdin pipe hang up: cordon still holds its write end")
+			}
+		})
+	}
 }

@@ -493,18 +493,27 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 }
 
 // copyStdin copies src into w until src ends or the returned stop is
-// called; w is closed either way. A file (a client's stdin) is polled, so
-// stop never leaves a goroutine blocked in a read of a terminal.
+// called; w is closed either way (when closeW). A file (a client's stdin)
+// is polled, so stop never leaves a goroutine blocked in a read of a
+// terminal. stop also fails a write to w that blocks: it is called once
+// the command's tree is dead, and a process outside the tree that holds
+// the read end (a detached exec's server, sent the descriptor) and reads
+// nothing must hold neither the exec nor a goroutine.
 func copyStdin(w *os.File, src io.Reader, closeW bool) (stop func()) {
 	closeDst := func() {
 		if closeW {
 			w.Close()
 		}
 	}
+	// w is non-blocking (Go's poller), so a deadline ends a blocked write.
+	unblock := func() { _ = w.SetWriteDeadline(time.Now()) }
 	f, ok := src.(*os.File)
 	if !ok {
+		// A reader may block in Read, which nothing can interrupt: the
+		// goroutine then ends at its next write, which fails.
 		go func() { _, _ = io.Copy(w, src); closeDst() }()
-		return func() {}
+		var once sync.Once
+		return func() { once.Do(unblock) }
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -551,7 +560,7 @@ func copyStdin(w *os.File, src io.Reader, closeW bool) (stop func()) {
 	}()
 	var once sync.Once
 	return func() {
-		once.Do(func() { pw.Close(); <-done })
+		once.Do(func() { pw.Close(); unblock(); <-done })
 	}
 }
 

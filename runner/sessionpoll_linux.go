@@ -35,7 +35,8 @@ func (x *sessionExec) waitPolled(ctx context.Context, req ExecRequest) (execStat
 		grace              *time.Timer
 	)
 	// act runs f unless the exec is finished: after that the shim may
-	// serve another exec, which no late request may reach.
+	// serve another exec, which no late request may reach. What f sends
+	// goes with trySend, which never blocks under x.mu.
 	act := func(f func()) {
 		x.mu.Lock()
 		defer x.mu.Unlock()
@@ -56,7 +57,7 @@ func (x *sessionExec) waitPolled(ctx context.Context, req ExecRequest) (execStat
 	}
 	killTree := func() {
 		x.signaled = true
-		_ = sendOn(x.conn, encodeSignal(x.id, protoSigKillTree), nil)
+		_ = trySend(x.conn, encodeSignal(x.id, protoSigKillTree))
 		if grace == nil {
 			grace = time.AfterFunc(killGrace, func() {
 				act(func() {
@@ -107,7 +108,7 @@ func (x *sessionExec) waitPolled(ctx context.Context, req ExecRequest) (execStat
 					}
 					act(func() {
 						x.signaled = true
-						_ = sendOn(x.conn, encodeSignal(x.id, int32(sig)), nil)
+						_ = trySend(x.conn, encodeSignal(x.id, int32(sig)))
 					})
 				case <-done:
 					return

@@ -139,6 +139,28 @@ func (s *linuxSession) send(msg []byte, fds []int) error {
 	return nil
 }
 
+// trySend sends msg on f in one call that never blocks: it is for
+// requests sent while holding a lock that the exec's status read also
+// takes. A shim whose socket is full (it stopped reading) gets EAGAIN,
+// and the kill's grace period deals with a shim that does not answer.
+func trySend(f *os.File, msg []byte) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		var n int
+		n, serr = unix.SendmsgN(int(fd), msg, nil, nil, unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT)
+		if serr == nil && n < len(msg) {
+			serr = fmt.Errorf("sent %d of %d bytes", n, len(msg))
+		}
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
 // sendOn writes msg to the socket f, with fds attached to its first byte.
 func sendOn(f *os.File, msg []byte, fds []int) error {
 	var rights []byte
