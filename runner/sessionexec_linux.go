@@ -106,14 +106,17 @@ type sessionExec struct {
 	polled    []int
 	polledDst []io.Writer
 	buf       []byte
-	// mu guards signaled and finished against the exec's timer, cancel
-	// and signal callbacks, which act on their own while wait reads.
-	mu       sync.Mutex
-	finished bool
-	stdout   *CappedWriter
-	stderr   *CappedWriter
-	tail     *TailBuffer
-	oomStart int64
+	// mu guards signaled, finished, timedOut, canceled and grace against
+	// a polled exec's timer, cancel and signal callbacks, which act on
+	// their own while wait reads (armPolled).
+	mu                 sync.Mutex
+	finished           bool
+	timedOut, canceled bool
+	grace              *time.Timer
+	stdout             *CappedWriter
+	stderr             *CappedWriter
+	tail               *TailBuffer
+	oomStart           int64
 	// pidsStart is the pids.events "max" counter when the exec started.
 	pidsStart int64
 	// leaf is the exec's own cgroup (cgroup v2), or "".

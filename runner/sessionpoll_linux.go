@@ -30,92 +30,19 @@ func (x *sessionExec) waitPolled(ctx context.Context, req ExecRequest) (execStat
 	var (
 		st    execStatus
 		stErr error
-		// Guarded by x.mu, as are grace and x.finished.
-		timedOut, canceled bool
-		grace              *time.Timer
 	)
-	// act runs f unless the exec is finished: after that the shim may
-	// serve another exec, which no late request may reach. What f sends
-	// goes with trySend, which never blocks under x.mu.
-	act := func(f func()) {
-		x.mu.Lock()
-		defer x.mu.Unlock()
-		if !x.finished {
-			f()
-		}
-	}
 	// end marks the exec finished, on every way out: from then on no
 	// callback acts.
 	end := func() (execStatus, bool, bool, error) {
 		x.mu.Lock()
 		defer x.mu.Unlock()
 		x.finished = true
-		if grace != nil {
-			grace.Stop()
+		if x.grace != nil {
+			x.grace.Stop()
 		}
-		return st, timedOut, canceled, stErr
+		return st, x.timedOut, x.canceled, stErr
 	}
-	killTree := func() {
-		x.signaled = true
-		_ = trySend(x.conn, encodeSignal(x.id, protoSigKillTree))
-		if grace == nil {
-			grace = time.AfterFunc(killGrace, func() {
-				act(func() {
-					// A whole status waiting to be read (the loop is in
-					// a write to a slow consumer) says the shim did its
-					// part: the tree is dead. Anything else, the shim's
-					// end closed included, is a shim that did not.
-					if !x.statusPending() {
-						x.s.kill(fmt.Sprintf("exec %d did not stop within %s of being killed", x.id, killGrace))
-					}
-				})
-			})
-		}
-	}
-	// A timer or cancel that comes after the command ended (its status
-	// waits on the socket) leaves the outcome as the status says.
-	if t := x.timeout(req); t > 0 {
-		timer := time.AfterFunc(t, func() {
-			act(func() {
-				if !x.statusPending() {
-					timedOut = true
-					killTree()
-				}
-			})
-		})
-		defer timer.Stop()
-	}
-	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, func() {
-			act(func() {
-				if !x.statusPending() {
-					canceled = true
-					killTree()
-				}
-			})
-		})
-		defer stop()
-	}
-	if req.Signals != nil {
-		done := make(chan struct{})
-		defer close(done)
-		go func() {
-			for {
-				select {
-				case sig, ok := <-req.Signals:
-					if !ok {
-						return
-					}
-					act(func() {
-						x.signaled = true
-						_ = trySend(x.conn, encodeSignal(x.id, int32(sig)))
-					})
-				case <-done:
-					return
-				}
-			}
-		}()
-	}
+	defer x.armPolled(ctx, req)()
 	conn, err := x.connFD()
 	if err != nil {
 		stErr = err
@@ -158,6 +85,96 @@ func (x *sessionExec) waitPolled(ctx context.Context, req ExecRequest) (execStat
 		x.copyPolled(pfds[1:])
 	}
 	return end()
+}
+
+// armPolled starts what acts on a polled exec while wait reads: the
+// timeout's timer, the cancel's callback and the signal forwarder. Each
+// acts through act, under x.mu and only while the exec is not finished.
+// The returned func stops them.
+func (x *sessionExec) armPolled(ctx context.Context, req ExecRequest) (disarm func()) {
+	var stops []func()
+	// A timer or cancel that comes after the command ended (its status
+	// waits on the socket) leaves the outcome as the status says.
+	if t := x.timeout(req); t > 0 {
+		timer := time.AfterFunc(t, func() {
+			x.act(func() {
+				if !x.statusPending() {
+					x.timedOut = true
+					x.killTree()
+				}
+			})
+		})
+		stops = append(stops, func() { timer.Stop() })
+	}
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() {
+			x.act(func() {
+				if !x.statusPending() {
+					x.canceled = true
+					x.killTree()
+				}
+			})
+		})
+		stops = append(stops, func() { stop() })
+	}
+	if req.Signals != nil {
+		done := make(chan struct{})
+		stops = append(stops, func() { close(done) })
+		go func() {
+			for {
+				select {
+				case sig, ok := <-req.Signals:
+					if !ok {
+						return
+					}
+					x.act(func() {
+						x.signaled = true
+						_ = trySend(x.conn, encodeSignal(x.id, int32(sig)))
+					})
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
+	return func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
+}
+
+// act runs f under x.mu unless the exec is finished: after that the shim
+// may serve another exec, which no late request may reach. What f sends
+// goes with trySend, which never blocks under x.mu.
+func (x *sessionExec) act(f func()) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.finished {
+		f()
+	}
+}
+
+// killTree asks the shim to kill the exec's tree and starts the grace
+// period after which a shim that did not answer ends the session. Called
+// under x.mu.
+func (x *sessionExec) killTree() {
+	x.signaled = true
+	_ = trySend(x.conn, encodeSignal(x.id, protoSigKillTree))
+	if x.grace != nil {
+		return
+	}
+	x.grace = time.AfterFunc(killGrace, func() {
+		x.act(func() {
+			// A whole status waiting to be read (the loop is in a
+			// write to a slow consumer) says the shim did its part:
+			// the tree is dead. Anything else, the shim's end closed
+			// included, is a shim that did not.
+			if !x.statusPending() {
+				x.s.kill(fmt.Sprintf("exec %d did not stop within %s of being killed", x.id, killGrace))
+			}
+		})
+	})
 }
 
 // connFD is the raw descriptor of the exec's shim socket.
