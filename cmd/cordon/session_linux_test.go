@@ -488,3 +488,62 @@ func TestSessionCLIExecMemoryRefusedWithoutLeaves(t *testing.T) {
 		})
 	}
 }
+
+// A sandbox of the session's own user that can reach the session's socket
+// gets nothing from it. Rootless, the state directory follows TMPDIR (or
+// XDG_RUNTIME_DIR), so a run with another one may mount this session's:
+// its stop request is refused unread, and the session goes on. As root the
+// state directory is fixed and such a mount is refused before the run.
+func TestSessionSocketRefusesAnotherSandbox(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	for _, u := range sessionUsers(t) {
+		t.Run(u.name, func(t *testing.T) {
+			name := uniqueName("sock")
+			startNamed(t, u, name)
+			parent := filepath.Dir(u.ws)
+			other := filepath.Join(parent, "other-tmp")
+			if err := os.MkdirAll(other, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			stop := `import socket, struct, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(struct.pack("<IHHIIII", 0x43445243, 1, 2, 0, 0, 0, 0) + bytes(8))
+print("reply:", s.recv(200))
+`
+			cfg := filepath.Join(parent, "other.yaml")
+			yaml := fmt.Sprintf("sandbox:\n  root: %s\n  protect: []\n  mounts:\n    - {source: %s, target: /ctl, readonly: true}\n", u.ws, u.state)
+			for p, data := range map[string]string{filepath.Join(u.ws, "stop.py"): stop, cfg: yaml} {
+				if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if u.prefix != nil {
+				for _, p := range []string{other, filepath.Join(u.ws, "stop.py"), cfg} {
+					if err := os.Chown(p, 4242, 4242); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			o := u
+			if o.prefix != nil {
+				o.prefix = append(append([]string{}, u.prefix...), "TMPDIR="+other)
+			} else {
+				o.env = append(append([]string{}, u.env...), "TMPDIR="+other, "XDG_RUNTIME_DIR=")
+			}
+			r := o.run(t, "", "run", "--config", cfg, "--", "python3", "stop.py", "/ctl/sessions/"+name+"/sock")
+			if o.state == "/run/cordon" {
+				if r.code != 125 || !strings.Contains(r.stderr, "state directory") {
+					t.Fatalf("a mount of root's state directory: exit %d stderr %s; want it refused", r.code, r.stderr)
+				}
+			} else if strings.Contains(r.stdout, "reply:") {
+				t.Fatalf("the sandbox got an answer from the session's supervisor: %s", r.stdout)
+			}
+			if r := u.run(t, "", "exec", name, "--", "echo", "alive"); r.code != 0 || r.stdout != "alive\n" {
+				t.Fatalf("the session did not go on: exit %d stdout %q stderr %s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -239,8 +240,13 @@ func clientSignals(c *net.UnixConn, sigs chan<- int, size *atomic.Uint32, cancel
 	}
 }
 
-// checkPeer refuses a client of another uid. The socket's directory
-// already is private; this is the second lock.
+// checkPeer refuses a client of another uid, and one outside the
+// supervisor's PID namespace: a process inside a sandbox (this session's
+// or another's: a rootless run with another TMPDIR can mount this state
+// directory) is never a client, even of its own uid. The socket's
+// directory already is private; these are the second lock. It is the
+// check the clients make of the server (Dir.checkServer and
+// cmd/cordon/execfast_linux.c), the other way round.
 func checkPeer(c *net.UnixConn) error {
 	cred, err := peerCred(c)
 	if err != nil {
@@ -248,6 +254,47 @@ func checkPeer(c *net.UnixConn) error {
 	}
 	if int(cred.Uid) != os.Geteuid() {
 		return fmt.Errorf("session: refused a client of uid %d", cred.Uid)
+	}
+	return checkPeerNamespace(c, int(cred.Pid))
+}
+
+// checkPeerNamespace refuses a peer (pid, as SO_PEERCRED gives it) that is
+// not in this process's PID namespace. Its pidfd (SO_PEERPIDFD, Linux 6.5)
+// pins it: the peer is checked to be alive after its /proc entry was read,
+// so that entry was not a later process's with the same pid.
+func checkPeerNamespace(c *net.UnixConn, pid int) error {
+	if pid <= 0 {
+		return fmt.Errorf("session: refused a client with no pid in this PID namespace")
+	}
+	pidfd := -1
+	if rc, err := c.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			if v, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD); err == nil {
+				pidfd = v
+			}
+		})
+	}
+	if pidfd >= 0 {
+		defer unix.Close(pidfd)
+	}
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return fmt.Errorf("session: refused client pid %d: %w", pid, err)
+	}
+	same := false
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			same = len(strings.Fields(rest)) == 1
+			break
+		}
+	}
+	if !same {
+		return fmt.Errorf("session: refused client pid %d: it runs in another PID namespace (inside a sandbox)", pid)
+	}
+	if pidfd >= 0 {
+		if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
+			return fmt.Errorf("session: refused client pid %d: it is gone (%w)", pid, err)
+		}
 	}
 	return nil
 }
