@@ -815,3 +815,62 @@ print("sent", flush=True)
 		})
 	}
 }
+
+// Signals a command sends to PID 1 and the shims (same uid) do not stay
+// queued: they are read and dropped at once, so a flood of real-time
+// signals cannot fill the user's pending-signal limit on the host for the
+// session's life. The session goes on.
+func TestIntegrationSessionSignalFloodNotQueued(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	s := startSession(t, newSandbox(t))
+	flood := `import os, signal
+me = os.getpid()
+pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
+for i in range(3000):
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGRTMIN + i % 20)
+        except ProcessLookupError:
+            pass
+print(len(pids))
+`
+	if out := execIn(t, s, runner.ExecRequest{Args: []string{"python3", "-c", flood}}); out.res.ExitCode != 0 || strings.TrimSpace(out.stdout) == "0" {
+		t.Fatalf("flood: %+v %q %s", out.res, out.stdout, out.stderr)
+	}
+	init := initPID(t, s)
+	pending := func() []string {
+		var left []string
+		pids := []string{strconv.Itoa(init)}
+		if kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", init, init)); err == nil {
+			pids = append(pids, strings.Fields(string(kids))...)
+		}
+		for _, p := range pids {
+			status, err := os.ReadFile("/proc/" + p + "/status")
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(status), "\n") {
+				k, v, _ := strings.Cut(line, ":")
+				if (k == "ShdPnd" || k == "SigPnd") && strings.Trim(strings.TrimSpace(v), "0") != "" {
+					left = append(left, p+" "+line)
+				}
+			}
+		}
+		return left
+	}
+	var left []string
+	for i := 0; i < 50; i++ {
+		if left = pending(); len(left) == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Fatalf("signals stay queued in the session's PID 1 or shims: %v", left)
+	}
+	if out := execIn(t, s, runner.ExecRequest{Args: []string{"true"}}); out.res.ExitCode != 0 {
+		t.Fatalf("the session did not go on: %+v", out.res)
+	}
+}

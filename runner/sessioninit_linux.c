@@ -404,8 +404,31 @@ static int fail_exec(int sock, int phase, int err, const struct cordon_req *h, i
 	return 0;
 }
 
+// catchable fills set with every signal but SIGKILL and SIGSTOP: all of
+// them are blocked in PID 1 and the shims (the shims inherit PID 1's
+// mask) and read from their signalfd, which covers the same set.
+static void catchable(sigset_t *set)
+{
+	sigfillset(set);
+	sigdelset(set, SIGKILL);
+	sigdelset(set, SIGSTOP);
+}
+
+// drain_signals reads and drops every signal waiting on sfd (non-blocking).
+// A blocked signal nobody reads stays queued, charged to a user: a command
+// (same uid) that sent PID 1 or a shim real-time signals would fill the
+// user's RLIMIT_SIGPENDING on the host for as long as the session lived. Read at once, they cost nothing. Only SIGCHLD means
+// anything here, and its waiters call waitpid after a drain anyway.
+static void drain_signals(int sfd)
+{
+	struct signalfd_siginfo si[16];
+	while (read(sfd, si, sizeof(si)) > 0)
+		;
+}
+
 // run_exec runs one exec (see the file comment) and reports its status on
-// sock. sfd is the shim's signalfd for SIGCHLD. It returns 1 when the
+// sock. sfd is the shim's signalfd (every catchable signal, SIGCHLD the
+// one that counts). It returns 1 when the
 // shim is left as it was before the exec (no process of it left, nothing
 // of the exec held), so that it can serve another, which it then says in
 // the status record; 0 when it must exit.
@@ -504,9 +527,7 @@ static int run_exec(const struct cordon_req *h, char *payload, char **argv, char
 		}
 		if (!pf[0].revents)
 			continue;
-		struct signalfd_siginfo si;
-		if (read(sfd, &si, sizeof(si)) != sizeof(si))
-			continue;
+		drain_signals(sfd);
 		int s;
 		struct rusage r2;
 		pid_t w;
@@ -559,12 +580,19 @@ static void shim(int sock)
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 		_exit(1);
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	catchable(&set);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		_exit(1);
 	for (;;) {
+		// Idle: wait for the next request, dropping what signals come.
+		struct pollfd pf[2] = {{.fd = sfd, .events = POLLIN}, {.fd = sock, .events = POLLIN}};
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			_exit(0);
+		if (pf[0].revents)
+			drain_signals(sfd);
+		if (!pf[1].revents)
+			continue;
 		struct cordon_req h;
 		int fds[MAX_FDS];
 		int nfds = recv_header(sock, &h, fds);
@@ -633,15 +661,10 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 		if (s != SIGKILL && s != SIGSTOP)
 			signal(s, SIG_DFL);
 	sigset_t set;
-	sigfillset(&set);
-	sigdelset(&set, SIGKILL);
-	sigdelset(&set, SIGSTOP);
+	catchable(&set);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
 		sdie("sigprocmask failed");
-	sigset_t chld;
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	int sfd = signalfd(-1, &chld, SFD_CLOEXEC);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		sdie("signalfd failed");
 	pid1_sfd = sfd;
@@ -659,8 +682,7 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 			sdie("poll failed");
 		}
 		if (p[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-			(void)!read(sfd, &si, sizeof(si));
+			drain_signals(sfd);
 			int st;
 			pid_t w;
 			while ((w = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
