@@ -874,3 +874,52 @@ print(len(pids))
 		t.Fatalf("the session did not go on: %+v", out.res)
 	}
 }
+
+// A command cannot hand the commands after it worse process attributes
+// through PID 1 and the shims (same uid, so prlimit and taskset reach
+// them). What can be undone (a lowered soft limit, a narrowed CPU
+// affinity) is undone before the next command; what cannot (a lowered
+// hard limit) ends the session, typed session_gone with the reason,
+// before any later command runs with it.
+func TestIntegrationSessionInheritedAttributes(t *testing.T) {
+	for _, tool := range []string{"prlimit", "taskset"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s", tool)
+		}
+	}
+	sb := newSandbox(t)
+	s := startSession(t, sb)
+	const probe = `ulimit -f; grep Cpus_allowed_list /proc/self/status`
+	before := execIn(t, s, runner.ExecRequest{Args: sh(probe)})
+	if before.res.ExitCode != 0 {
+		t.Fatalf("probe: %+v", before.res)
+	}
+	// Every process of the session but the shell itself: PID 1 and the
+	// shims, this exec's own included.
+	each := func(cmd string) []string {
+		return sh(`for p in /proc/[0-9]*; do p=${p#/proc/}; [ "$p" = $$ ] || ` + cmd + ` 2>/dev/null; done; true`)
+	}
+	if out := execIn(t, s, runner.ExecRequest{Args: each(`{ prlimit --pid $p --fsize=100:unlimited; taskset -p 1 $p >/dev/null; }`)}); out.res.ExitCode != 0 {
+		t.Fatalf("tamper: %+v", out.res)
+	}
+	for i := 0; i < 3; i++ {
+		if after := execIn(t, s, runner.ExecRequest{Args: sh(probe)}); after.stdout != before.stdout {
+			t.Fatalf("exec %d after the tampering inherits %q; before it, %q", i, after.stdout, before.stdout)
+		}
+	}
+	// A hard limit the sandbox cannot raise again.
+	if out := execIn(t, s, runner.ExecRequest{Args: each(`prlimit --pid $p --fsize=100:100`)}); out.res.ExitCode != 0 {
+		t.Fatalf("tamper: %+v", out.res)
+	}
+	marker := filepath.Join(sb.Root, "ran")
+	out := execIn(t, s, runner.ExecRequest{Args: sh("head -c 5000 /dev/zero > " + marker)})
+	if out.res.FailureType != runner.FailureSessionGone || !errors.Is(out.err, runner.ErrSessionGone) || !strings.Contains(out.res.FailureDetail, "prlimit") {
+		t.Fatalf("the exec after a lowered hard limit: %+v %v; want session_gone naming the cause", out.res, out.err)
+	}
+	if _, err := os.Lstat(marker); err == nil {
+		t.Fatal("the command ran with the lowered limit")
+	}
+	if out := execIn(t, s, runner.ExecRequest{Args: []string{"true"}}); out.res.FailureType != runner.FailureSessionGone {
+		t.Fatalf("an exec after that: %+v", out.res)
+	}
+}

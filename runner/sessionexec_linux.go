@@ -66,6 +66,13 @@ func (s *linuxSession) Exec(ctx context.Context, req ExecRequest) (Result, error
 		// command started any more, so the session ends.
 		s.kill("an exec's tracker was killed from inside the sandbox")
 	}
+	if stErr == nil && st.phase == phaseAttrs && s.Err() == nil {
+		// Every command after this one would run with what an earlier
+		// one left: the session ends rather than run them so.
+		s.kill(fmt.Sprintf("a command lowered the resource limits or priority that every command of the session inherits "+
+			"(prlimit, renice or taskset of PID 1 or a shim), and they cannot be raised again without privilege (%s): "+
+			"the session was stopped", unix.ErrnoName(unix.Errno(st.errno))))
+	}
 	x.drain(req.Detach)
 	s.finish(&res, x, req, cwd, st, stErr, timedOut, canceled)
 	s.run.netSince(&res, mark)
@@ -443,6 +450,8 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 	}
 	refused := s.denials.take(x.trackerIno)
 	switch {
+	case stErr == nil && st.phase == phaseAttrs:
+		goneResult(res, s.Err())
 	case stErr != nil:
 		// First, even after a timeout: the session is over, not going on.
 		if timedOut {

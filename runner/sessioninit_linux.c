@@ -44,6 +44,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -80,6 +81,7 @@
 #define PHASE_CHDIR 1
 #define PHASE_EXEC 2
 #define PHASE_SHIM 3
+#define PHASE_ATTRS 4
 #define MAX_PAYLOAD (8u << 20)
 // Status flags. STATUS_KILLED is informative only (the supervisor decides
 // kills from its own timer); STATUS_AGAIN says the shim waits for another
@@ -404,6 +406,70 @@ static int fail_exec(int sock, int phase, int err, const struct cordon_req *h, i
 	return 0;
 }
 
+// attrs are the process attributes a command inherits from its shim, as
+// PID 1 had them before any exec ran (attrs_save); the shims get a copy
+// when they fork from it.
+static struct {
+	struct rlimit lim[RLIM_NLIMITS];
+	int nice;
+	cpu_set_t cpus;
+	int policy;
+	struct sched_param sp;
+	long ioprio;
+} attrs;
+
+static void attrs_save(void)
+{
+	for (int r = 0; r < RLIM_NLIMITS; r++)
+		getrlimit(r, &attrs.lim[r]);
+	attrs.nice = getpriority(PRIO_PROCESS, 0);
+	sched_getaffinity(0, sizeof(attrs.cpus), &attrs.cpus);
+	attrs.policy = sched_getscheduler(0);
+	sched_getparam(0, &attrs.sp);
+	attrs.ioprio = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
+}
+
+// attrs_restore puts the shim's inherited attributes back as attrs has
+// them, before each exec. A command (same uid as PID 1 and the shims) can
+// lower their resource limits (prlimit --pid), raise their nice value
+// (setpriority, PRIO_USER too), narrow their CPU affinity, or change their
+// scheduling policy or I/O priority; without this the commands after it
+// would inherit that silently (a lowered RLIMIT_FSIZE truncates their
+// files). What an unprivileged process cannot undo (a lowered hard limit,
+// a raised nice value) fails: it returns that errno, 0 when all is back.
+static int attrs_restore(void)
+{
+	for (int r = 0; r < RLIM_NLIMITS; r++) {
+		struct rlimit cur;
+		if (getrlimit(r, &cur) < 0)
+			return errno;
+		if ((cur.rlim_cur != attrs.lim[r].rlim_cur || cur.rlim_max != attrs.lim[r].rlim_max) &&
+		    setrlimit(r, &attrs.lim[r]) < 0)
+			return errno;
+	}
+	errno = 0;
+	int n = getpriority(PRIO_PROCESS, 0);
+	if (errno)
+		return errno;
+	if (n != attrs.nice && setpriority(PRIO_PROCESS, 0, attrs.nice) < 0)
+		return errno;
+	struct sched_param sp;
+	if (sched_getscheduler(0) != attrs.policy || sched_getparam(0, &sp) < 0 ||
+	    sp.sched_priority != attrs.sp.sched_priority) {
+		if (sched_setscheduler(0, attrs.policy, &attrs.sp) < 0)
+			return errno;
+	}
+	cpu_set_t cpus;
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) < 0)
+		return errno;
+	if (!CPU_EQUAL(&cpus, &attrs.cpus) && sched_setaffinity(0, sizeof(attrs.cpus), &attrs.cpus) < 0)
+		return errno;
+	if (syscall(SYS_ioprio_get, 1, 0) != attrs.ioprio && attrs.ioprio >= 0 &&
+	    syscall(SYS_ioprio_set, 1, 0, attrs.ioprio) < 0)
+		return errno;
+	return 0;
+}
+
 // catchable fills set with every signal but SIGKILL and SIGSTOP: all of
 // them are blocked in PID 1 and the shims (the shims inherit PID 1's
 // mask) and read from their signalfd, which covers the same set.
@@ -453,6 +519,9 @@ static int run_exec(const struct cordon_req *h, char *payload, char **argv, char
 	}
 	argv[h->nargv] = NULL;
 	envp[h->nenv] = NULL;
+	int ae = attrs_restore();
+	if (ae)
+		return fail_exec(sock, PHASE_ATTRS, ae, h, fds);
 	if (chdir(cwd) < 0) {
 		int e = errno;
 		dprintf(fds[2], "cordon: cannot change to directory %s: %s\n", cwd, strerror(e));
@@ -654,6 +723,7 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 	// The listener, when the filter has one, goes to the supervisor's
 	// broker over the control socket, before "R".
 	cordon_load_seccomp(CTRL_FD);
+	attrs_save();
 
 	// Default dispositions for every signal, once: the commands forked
 	// from here inherit them and need not reset each.

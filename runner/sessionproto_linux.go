@@ -33,6 +33,10 @@ const (
 	phaseChdir       = 1
 	phaseExec        = 2
 	phaseShim        = 3
+	// phaseAttrs: the shim could not restore the process attributes its
+	// command inherits (a command lowered a hard limit or raised the
+	// nice value of PID 1 or a shim).
+	phaseAttrs = 4
 	// statusAgain in a status record's flags: the shim waits on the same
 	// socket for another exec.
 	statusAgain        = 2
@@ -112,7 +116,7 @@ func decodeStatus(b []byte) (execStatus, error) {
 		stimeUS:  int64(le.Uint64(b[32:])),
 		maxRSSKB: int64(le.Uint64(b[40:])),
 	}
-	if st.phase < phaseRan || st.phase > phaseShim || st.errno < 0 || st.errno > 4095 {
+	if st.phase < phaseRan || st.phase > phaseAttrs || st.errno < 0 || st.errno > 4095 {
 		return execStatus{}, fmt.Errorf("status record out of range (phase %d, errno %d)", st.phase, st.errno)
 	}
 	return st, nil
