@@ -923,3 +923,29 @@ func TestIntegrationSessionInheritedAttributes(t *testing.T) {
 		t.Fatalf("an exec after that: %+v", out.res)
 	}
 }
+
+// A file the host creates under a denied name after a session started is
+// refused to every later exec with strict_deny (without it the window of
+// "Protect and deny: what holds" lasts the session's life), and the
+// refusal says what was refused: a read.
+func TestIntegrationSessionStrictDenyHostFile(t *testing.T) {
+	sb := newSandbox(t)
+	sb.Deny = []string{sb.Root + "/**/*.pem"}
+	sb.StrictDeny = true
+	if err := os.MkdirAll(filepath.Join(sb.Root, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := startSession(t, sb)
+	key := filepath.Join(sb.Root, "sub", "id.pem")
+	if err := os.WriteFile(key, []byte("HOSTKEY\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := execIn(t, s, runner.ExecRequest{Args: sh("cat sub/id.pem; python3 -c 'print(open(\"sub/id.pem\").read())'")})
+	if strings.Contains(out.stdout, "HOSTKEY") {
+		t.Fatalf("the host's new key was read in the session: %q", out.stdout)
+	}
+	if out.res.FailureType != runner.FailureSandboxDenied || out.res.BlockedPath != key ||
+		!strings.Contains(out.res.FailureDetail, "cannot read") || strings.Contains(out.res.FailureDetail, "cannot write") {
+		t.Fatalf("got %+v; want sandbox_denied for reading %s", out.res, key)
+	}
+}

@@ -90,7 +90,11 @@ func execDenialsExplainer(d []broker.Denial, table *mounts.Table) Explainer {
 		}
 		var detail string
 		if table != nil {
-			if err := table.Check(first.Path, true); err != nil {
+			// A deny rule refuses reads too (strict_deny brings them
+			// here): its path is checked as a read, so the message says
+			// "cannot read" for a read as for a write.
+			write := !strings.HasPrefix(first.Rule, "deny ")
+			if err := table.Check(first.Path, write); err != nil {
 				detail = fmt.Sprintf("%s of %s was refused: %v", first.Op, first.Path, err)
 			}
 		}
