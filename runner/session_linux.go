@@ -260,12 +260,18 @@ func (s *linuxSession) awaitReady(ctx context.Context, initErr *TailBuffer) erro
 func (s *linuxSession) watch(lp *libcontainer.Process) {
 	go func() {
 		b := make([]byte, 64)
-		if _, err := s.ctrl.Read(b); err != nil {
+		n, err := s.ctrl.Read(b)
+		if err != nil {
 			s.markGone("the sandbox's init exited")
 			return
 		}
-		// Nothing may come after the ready byte: the init is not
-		// trusted to speak, so the session ends.
+		// Nothing else may come after the ready byte: the init is not
+		// trusted to speak, so the session ends either way; "A" only
+		// says why (it could not put back its own attributes).
+		if n == 1 && b[0] == 'A' {
+			s.kill(attrsLowered)
+			return
+		}
 		s.kill("the sandbox's init broke the protocol")
 	}()
 	_, _ = lp.Wait()

@@ -889,7 +889,7 @@ func TestIntegrationSessionInheritedAttributes(t *testing.T) {
 	}
 	sb := newSandbox(t)
 	s := startSession(t, sb)
-	const probe = `ulimit -f; grep Cpus_allowed_list /proc/self/status`
+	const probe = `ulimit -f; ulimit -n; grep Cpus_allowed_list /proc/self/status; grep -s -E '^(policy|prio|se.slice) ' /proc/self/sched; true`
 	before := execIn(t, s, runner.ExecRequest{Args: sh(probe)})
 	if before.res.ExitCode != 0 {
 		t.Fatalf("probe: %+v", before.res)
@@ -899,14 +899,37 @@ func TestIntegrationSessionInheritedAttributes(t *testing.T) {
 	each := func(cmd string) []string {
 		return sh(`for p in /proc/[0-9]*; do p=${p#/proc/}; [ "$p" = $$ ] || ` + cmd + ` 2>/dev/null; done; true`)
 	}
-	if out := execIn(t, s, runner.ExecRequest{Args: each(`{ prlimit --pid $p --fsize=100:unlimited; taskset -p 1 $p >/dev/null; }`)}); out.res.ExitCode != 0 {
+	// A soft RLIMIT_NOFILE of 3 leaves no room for the descriptors an
+	// exec request carries: idle shims and PID 1 put it back before they
+	// read one. sched_setattr sets a custom EEVDF slice (100 ms), which
+	// a shim puts back too.
+	slice := `python3 -c 'import ctypes, struct, sys; libc = ctypes.CDLL(None, use_errno=True); ` +
+		`a = ctypes.create_string_buffer(struct.pack("<IIQiIQQQII", 56, 0, 0, 0, 0, 100000000, 0, 0, 0, 0)); ` +
+		`libc.syscall(314, int(sys.argv[1]), a, 0)' $p`
+	if out := execIn(t, s, runner.ExecRequest{Args: each(`{ prlimit --pid $p --fsize=100:unlimited --nofile=3:; taskset -p 1 $p >/dev/null; ` + slice + `; }`)}); out.res.ExitCode != 0 {
 		t.Fatalf("tamper: %+v", out.res)
 	}
-	for i := 0; i < 3; i++ {
-		if after := execIn(t, s, runner.ExecRequest{Args: sh(probe)}); after.stdout != before.stdout {
-			t.Fatalf("exec %d after the tampering inherits %q; before it, %q", i, after.stdout, before.stdout)
+	check := func(what string) {
+		t.Helper()
+		// Concurrent execs, so PID 1 forks new shims as well.
+		var wg sync.WaitGroup
+		outs := make([]execOut, 4)
+		for i := range outs {
+			wg.Add(1)
+			go func() { defer wg.Done(); outs[i] = execIn(t, s, runner.ExecRequest{Args: sh(probe)}) }()
+		}
+		wg.Wait()
+		for i, after := range outs {
+			if after.res.ExitCode != 0 || after.stdout != before.stdout {
+				t.Fatalf("%s, exec %d: %+v inherits %q; before it, %q", what, i, after.res, after.stdout, before.stdout)
+			}
 		}
 	}
+	check("after the tampering")
+	if out := execIn(t, s, runner.ExecRequest{Args: sh(`prlimit --pid 1 --nofile=3:`)}); out.res.ExitCode != 0 {
+		t.Fatalf("tamper: %+v", out.res)
+	}
+	check("after PID 1's tampering")
 	// A hard limit the sandbox cannot raise again.
 	if out := execIn(t, s, runner.ExecRequest{Args: each(`prlimit --pid $p --fsize=100:100`)}); out.res.ExitCode != 0 {
 		t.Fatalf("tamper: %+v", out.res)
@@ -947,5 +970,99 @@ func TestIntegrationSessionStrictDenyHostFile(t *testing.T) {
 	if out.res.FailureType != runner.FailureSandboxDenied || out.res.BlockedPath != key ||
 		!strings.Contains(out.res.FailureDetail, "cannot read") || strings.Contains(out.res.FailureDetail, "cannot write") {
 		t.Fatalf("got %+v; want sandbox_denied for reading %s", out.res, key)
+	}
+}
+
+// When the session's processes reach its pids limit, an exec the sandbox
+// cannot fork a process for fails alone, typed setup_error with the
+// limit, and the session and the execs running in it go on; once the
+// processes have ended, the next exec runs.
+func TestIntegrationSessionForkFailureFailsOneExec(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	sb := newSandbox(t)
+	sb.Limits.Pids = 24
+	s := startSession(t, sb)
+	for _, u := range s.Unenforced() {
+		if strings.Contains(u, "pids") {
+			t.Skipf("the pids limit is not enforced here: %s", u)
+		}
+	}
+	a := make(chan execOut, 1)
+	go func() { a <- execIn(t, s, runner.ExecRequest{Args: sh("sleep 3; echo A-done")}) }()
+	full := filepath.Join(sb.Root, "full")
+	b := make(chan execOut, 1)
+	go func() {
+		hold := `import os, time
+kids = []
+while True:
+    try:
+        pid = os.fork()
+    except BlockingIOError:
+        break
+    if pid == 0:
+        time.sleep(4)
+        os._exit(0)
+    kids.append(pid)
+open("` + full + `", "w").close()
+for k in kids:
+    os.waitpid(k, 0)
+print("B-done")
+`
+		b <- execIn(t, s, runner.ExecRequest{Args: []string{"python3", "-c", hold}})
+	}()
+	waitForFile(t, full)
+	c := execIn(t, s, runner.ExecRequest{Args: []string{"true"}})
+	if c.err != nil || c.res.FailureType != runner.FailureSetupError || !strings.Contains(c.res.FailureDetail, "pids limit of 24") {
+		t.Fatalf("the exec with no pid left: %+v %v; want setup_error naming the pids limit", c.res, c.err)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatalf("the session ended: %v", err)
+	}
+	if out := <-a; out.res.ExitCode != 0 || out.stdout != "A-done\n" {
+		t.Fatalf("the exec running alongside: %+v %q", out.res, out.stdout)
+	}
+	if out := <-b; out.res.FailureType == runner.FailureSessionGone || !strings.HasSuffix(out.stdout, "B-done\n") {
+		t.Fatalf("the exec that took every pid: %+v %q", out.res, out.stdout)
+	}
+	for i := 0; i < 2; i++ {
+		if out := execIn(t, s, runner.ExecRequest{Args: []string{"true"}}); out.res.ExitCode != 0 {
+			t.Fatalf("exec %d after the processes ended: %+v", i, out.res)
+		}
+	}
+}
+
+// PID 1 puts back its own attributes before it forks shims; a hard limit
+// lowered on it, which it cannot raise again, ends the session with that
+// reason before a shim inherits the limit.
+func TestIntegrationSessionInitAttributesLowered(t *testing.T) {
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("no prlimit")
+	}
+	s := startSession(t, newSandbox(t))
+	if out := execIn(t, s, runner.ExecRequest{Args: sh(`prlimit --pid 1 --nofile=3:3`)}); out.res.ExitCode != 0 {
+		t.Fatalf("tamper: %+v", out.res)
+	}
+	// Concurrent execs: PID 1 must fork shims for them.
+	var wg sync.WaitGroup
+	outs := make([]execOut, 4)
+	for i := range outs {
+		wg.Add(1)
+		go func() { defer wg.Done(); outs[i] = execIn(t, s, runner.ExecRequest{Args: sh("ulimit -Hn")}) }()
+	}
+	wg.Wait()
+	for i, out := range outs {
+		if out.res.ExitCode == 0 && out.stdout != "4096\n" {
+			t.Fatalf("exec %d ran with the lowered limit: %q", i, out.stdout)
+		}
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session goes on with PID 1's hard limit lowered")
+	}
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "cannot be raised again") {
+		t.Fatalf("the session ended with %v; want the lowered attributes as the reason", err)
 	}
 }

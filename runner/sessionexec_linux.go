@@ -63,15 +63,19 @@ func (s *linuxSession) Exec(ctx context.Context, req ExecRequest) (Result, error
 	}
 	if stErr != nil && s.Err() == nil {
 		// The shim is gone (killed from inside): nothing tracks what the
-		// command started any more, so the session ends.
+		// command started any more, so the session ends. Unless the
+		// sandbox's init is going too, and says why first (its shims
+		// go with it): a moment for that reason to arrive.
+		select {
+		case <-s.gone:
+		case <-time.After(50 * time.Millisecond):
+		}
 		s.kill("an exec's tracker was killed from inside the sandbox")
 	}
 	if stErr == nil && st.phase == phaseAttrs && s.Err() == nil {
 		// Every command after this one would run with what an earlier
 		// one left: the session ends rather than run them so.
-		s.kill(fmt.Sprintf("a command lowered the resource limits or priority that every command of the session inherits "+
-			"(prlimit, renice or taskset of PID 1 or a shim), and they cannot be raised again without privilege (%s): "+
-			"the session was stopped", unix.ErrnoName(unix.Errno(st.errno))))
+		s.kill(fmt.Sprintf("%s (%s)", attrsLowered, unix.ErrnoName(unix.Errno(st.errno))))
 	}
 	x.drain(req.Detach)
 	s.finish(&res, x, req, cwd, st, stErr, timedOut, canceled)
@@ -81,6 +85,12 @@ func (s *linuxSession) Exec(ctx context.Context, req ExecRequest) (Result, error
 	}
 	return res, nil
 }
+
+// attrsLowered is why a session ends when a shim or PID 1 cannot put back
+// the attributes every command inherits.
+const attrsLowered = "a command lowered the resource limits or priority that every command of the session inherits " +
+	"(prlimit, renice, taskset or sched_setattr of PID 1 or a shim), and they cannot be raised again without privilege: " +
+	"the session was stopped"
 
 // goneResult types a result for an exec a gone session cannot run.
 func goneResult(res *Result, err error) Result {
@@ -466,7 +476,7 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 		res.FailureType = FailureProcessError
 		res.FailureDetail = "the exec was canceled; the command and every process it started were killed"
 	case st.phase == phaseShim:
-		*res = SetupFailure(*res, fmt.Errorf("%w: the session could not start the command: %s", ErrSetup, unix.ErrnoName(unix.Errno(st.errno))))
+		*res = SetupFailure(*res, s.noFork(st.errno))
 	case st.phase == phaseChdir:
 		if err := s.table.Check(cwd, false); err != nil && !syntheticDir(cwd) {
 			res.ExitCode = ExitSetupError

@@ -409,6 +409,15 @@ static int fail_exec(int sock, int phase, int err, const struct cordon_req *h, i
 // attrs are the process attributes a command inherits from its shim, as
 // PID 1 had them before any exec ran (attrs_save); the shims get a copy
 // when they fork from it.
+struct cordon_sched_attr {
+	uint32_t size, policy;
+	uint64_t flags;
+	int32_t nice;
+	uint32_t priority;
+	uint64_t runtime, deadline, period;
+	uint32_t util_min, util_max;
+};
+
 static struct {
 	struct rlimit lim[RLIM_NLIMITS];
 	int nice;
@@ -416,7 +425,17 @@ static struct {
 	int policy;
 	struct sched_param sp;
 	long ioprio;
+	// sched_getattr's whole record (the EEVDF slice a command can set
+	// with sched_setattr, too), when the kernel and the filter allow it.
+	struct cordon_sched_attr sa;
+	int have_sa;
 } attrs;
+
+static int get_sched_attr(struct cordon_sched_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	return syscall(SYS_sched_getattr, 0, a, sizeof(*a), 0);
+}
 
 static void attrs_save(void)
 {
@@ -427,6 +446,7 @@ static void attrs_save(void)
 	attrs.policy = sched_getscheduler(0);
 	sched_getparam(0, &attrs.sp);
 	attrs.ioprio = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
+	attrs.have_sa = get_sched_attr(&attrs.sa) == 0;
 }
 
 // attrs_restore puts the shim's inherited attributes back as attrs has
@@ -467,6 +487,16 @@ static int attrs_restore(void)
 	if (syscall(SYS_ioprio_get, 1, 0) != attrs.ioprio && attrs.ioprio >= 0 &&
 	    syscall(SYS_ioprio_set, 1, 0, attrs.ioprio) < 0)
 		return errno;
+	struct cordon_sched_attr sa;
+	if (attrs.have_sa && (get_sched_attr(&sa) < 0 || sa.policy != attrs.sa.policy || sa.flags != attrs.sa.flags ||
+			      sa.runtime != attrs.sa.runtime || sa.deadline != attrs.sa.deadline ||
+			      sa.period != attrs.sa.period || sa.util_min != attrs.sa.util_min ||
+			      sa.util_max != attrs.sa.util_max)) {
+		struct cordon_sched_attr want = attrs.sa;
+		want.size = sizeof(want);
+		if (syscall(SYS_sched_setattr, 0, &want, 0) < 0)
+			return errno;
+	}
 	return 0;
 }
 
@@ -662,6 +692,14 @@ static void shim(int sock)
 			drain_signals(sfd);
 		if (!pf[1].revents)
 			continue;
+		// Before the request is read: a lowered RLIMIT_NOFILE would
+		// drop the descriptors it carries. What cannot be put back
+		// is said in a status record, unasked, and the shim exits.
+		int ae = attrs_restore();
+		if (ae) {
+			fail_status(sock, PHASE_ATTRS, ae);
+			_exit(0);
+		}
 		struct cordon_req h;
 		int fds[MAX_FDS];
 		int nfds = recv_header(sock, &h, fds);
@@ -699,8 +737,11 @@ static void handle_spare(int fds[MAX_FDS], int nfds)
 					close(fds[j]);
 			shim(fds[i]);
 		}
-		// A failed fork leaves the socket's other end without a
-		// reader: the supervisor's exec there fails and it asks again.
+		// A failed fork (the pids limit) is said on the socket: the
+		// exec the supervisor sends there fails alone, typed, and the
+		// session goes on.
+		if (pid < 0)
+			fail_status(fds[i], PHASE_SHIM, errno);
 	}
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
@@ -767,6 +808,13 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 		}
 		if (!p[1].revents)
 			continue;
+		// PID 1's own attributes too, before the request's descriptors
+		// and the forks that inherit them. What cannot be put back ends
+		// the session: the supervisor reads why from the byte.
+		if (attrs_restore()) {
+			(void)!write(CTRL_FD, "A", 1);
+			_exit(0);
+		}
 		struct cordon_req h;
 		int fds[MAX_FDS];
 		int nfds = recv_header(CTRL_FD, &h, fds);

@@ -23,10 +23,26 @@ const (
 // ones, a new one.
 func (s *linuxSession) sendExec(x *sessionExec, msg []byte, fds []int) error {
 	var err error
+	forkFailed := 0
 	for try := 0; try < maxIdleShims+2; try++ {
 		var sh shimConn
 		if sh, err = s.takeShim(); err != nil {
 			return err
+		}
+		// A status before any request: the fork server could not fork
+		// this shim (it says so on the shim's socket), or the shim could
+		// not put back its attributes. Either way it serves nothing.
+		if st, ok := peekStatus(sh.f); ok {
+			sh.f.Close()
+			if st.phase == phaseAttrs {
+				s.kill(fmt.Sprintf("%s (%s)", attrsLowered, unix.ErrnoName(unix.Errno(st.errno))))
+				return s.Err()
+			}
+			err = s.noFork(st.errno)
+			if forkFailed++; forkFailed == 2 {
+				return err
+			}
+			continue
 		}
 		// Before the command can run, so that none of its refusals is
 		// missed.
@@ -187,4 +203,32 @@ func sendOn(f *os.File, msg []byte, fds []int) error {
 		msg, rights = msg[n:], nil
 	}
 	return nil
+}
+
+// peekStatus returns the status record waiting on a shim's socket, if a
+// whole one does, without reading it.
+func peekStatus(f *os.File) (execStatus, bool) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return execStatus{}, false
+	}
+	var b [protoStatusSize]byte
+	n := -1
+	_ = rc.Control(func(fd uintptr) {
+		n, _, _ = unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	})
+	if n != protoStatusSize {
+		return execStatus{}, false
+	}
+	st, err := decodeStatus(b[:])
+	return st, err == nil
+}
+
+// noFork is the setup error of an exec the sandbox could not fork a
+// process for.
+func (s *linuxSession) noFork(errno int32) error {
+	if unix.Errno(errno) == unix.EAGAIN {
+		return fmt.Errorf("%w: the sandbox could not fork a process to run the command (EAGAIN): the session's processes reach its pids limit of %d; the session goes on, retry when some have ended", ErrSetup, s.eff.Limits.Pids)
+	}
+	return fmt.Errorf("%w: the session could not start the command: %s", ErrSetup, unix.ErrnoName(unix.Errno(errno)))
 }
