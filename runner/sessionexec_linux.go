@@ -486,6 +486,10 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 			return
 		}
 		*res = SetupFailure(*res, fmt.Errorf("%w: cannot change to directory %s: %s", ErrSetup, cwd, unix.Errno(st.errno)))
+	case st.phase == phaseExec && unix.Errno(st.errno) == unix.EAGAIN && s.eff.Limits.Pids > 0:
+		res.ExitCode = ExitNotRunnable
+		res.FailureType = FailurePidsLimit
+		res.FailureDetail = fmt.Sprintf("the command could not be started: the session's processes reach its pids limit of %d (limits.pids); the session goes on, retry when some have ended", s.eff.Limits.Pids)
 	case st.phase == phaseExec:
 		res.ExitCode = ExitNotRunnable
 		what := "command cannot be executed in the sandbox"
