@@ -186,12 +186,13 @@ func run(bin, config, dir string, n, conc int) error {
 		return err
 	}
 
-	// 25 timed pairs after 2 warm-ups: a start and a run each differ by
-	// a few hundred microseconds from one to the next on a shared host, so
-	// fewer leave the ratio at the noise.
+	// 60 timed pairs after 2 warm-ups: both times are bimodal on a shared
+	// host (a cgroup write waits for an RCU grace period, or not), so 25
+	// pairs gave ratios from 0.71 to 1.19 within an hour, where 60 gave
+	// 0.77 and 0.85.
 	var starts, runs []int64
 	name := fmt.Sprintf("bench-start-%d", os.Getpid())
-	for i := 0; i < 27; i++ {
+	for i := 0; i < 62; i++ {
 		t := time.Now()
 		if out, err := exec.Command(bin, "session", "start", "--config", config, "--name", name).CombinedOutput(); err != nil {
 			return fmt.Errorf("session start: %v: %s", err, out)
