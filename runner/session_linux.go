@@ -258,7 +258,9 @@ func (s *linuxSession) awaitReady(ctx context.Context, initErr *TailBuffer) erro
 // socket reaches EOF (the init never writes after its ready byte) or the
 // init is reaped.
 func (s *linuxSession) watch(lp *libcontainer.Process) {
+	said := make(chan struct{})
 	go func() {
+		defer close(said)
 		b := make([]byte, 64)
 		n, err := s.ctrl.Read(b)
 		if err != nil {
@@ -276,6 +278,12 @@ func (s *linuxSession) watch(lp *libcontainer.Process) {
 	}()
 	_, _ = lp.Wait()
 	close(s.reaped)
+	// The reason the init gave before it exited ("A") comes first: its
+	// socket reaches EOF as it dies, so the reader is done at once.
+	select {
+	case <-said:
+	case <-time.After(100 * time.Millisecond):
+	}
 	s.markGone("the sandbox's init exited")
 }
 

@@ -902,21 +902,28 @@ func TestIntegrationSessionInheritedAttributes(t *testing.T) {
 	// A soft RLIMIT_NOFILE of 3 leaves no room for the descriptors an
 	// exec request carries: idle shims and PID 1 put it back before they
 	// read one. sched_setattr sets a custom EEVDF slice (100 ms), which
-	// a shim puts back too.
+	// a shim puts back too, and SCHED_RESET_ON_FORK, which only privilege
+	// clears and which changes nothing for the commands: it is left.
 	slice := `python3 -c 'import ctypes, struct, sys; libc = ctypes.CDLL(None, use_errno=True); ` +
-		`a = ctypes.create_string_buffer(struct.pack("<IIQiIQQQII", 56, 0, 0, 0, 0, 100000000, 0, 0, 0, 0)); ` +
+		`a = ctypes.create_string_buffer(struct.pack("<IIQiIQQQII", 56, 0, 1, 0, 0, 100000000, 0, 0, 0, 0)); ` +
 		`libc.syscall(314, int(sys.argv[1]), a, 0)' $p`
 	if out := execIn(t, s, runner.ExecRequest{Args: each(`{ prlimit --pid $p --fsize=100:unlimited --nofile=3:; taskset -p 1 $p >/dev/null; ` + slice + `; }`)}); out.res.ExitCode != 0 {
 		t.Fatalf("tamper: %+v", out.res)
 	}
+	round := 0
 	check := func(what string) {
 		t.Helper()
-		// Concurrent execs, so PID 1 forks new shims as well.
+		// Four execs that wait for each other, so four shims run at
+		// once and PID 1 forks new ones as well.
+		round++
 		var wg sync.WaitGroup
 		outs := make([]execOut, 4)
 		for i := range outs {
 			wg.Add(1)
-			go func() { defer wg.Done(); outs[i] = execIn(t, s, runner.ExecRequest{Args: sh(probe)}) }()
+			go func() {
+				defer wg.Done()
+				outs[i] = execIn(t, s, runner.ExecRequest{Args: sh(barrier(fmt.Sprintf("/tmp/bar%d", round), len(outs)) + probe)})
+			}()
 		}
 		wg.Wait()
 		for i, after := range outs {
@@ -1055,12 +1062,15 @@ func TestIntegrationSessionInitAttributesLowered(t *testing.T) {
 	if out := execIn(t, s, runner.ExecRequest{Args: sh(`prlimit --pid 1 --nofile=3:3`)}); out.res.ExitCode != 0 {
 		t.Fatalf("tamper: %+v", out.res)
 	}
-	// Concurrent execs: PID 1 must fork shims for them.
+	// Four execs that wait for each other: PID 1 must fork shims.
 	var wg sync.WaitGroup
 	outs := make([]execOut, 4)
 	for i := range outs {
 		wg.Add(1)
-		go func() { defer wg.Done(); outs[i] = execIn(t, s, runner.ExecRequest{Args: sh("ulimit -Hn")}) }()
+		go func() {
+			defer wg.Done()
+			outs[i] = execIn(t, s, runner.ExecRequest{Args: sh(barrier("/tmp/bar", len(outs)) + "ulimit -Hn")})
+		}()
 	}
 	wg.Wait()
 	for i, out := range outs {
@@ -1076,4 +1086,47 @@ func TestIntegrationSessionInitAttributesLowered(t *testing.T) {
 	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "cannot be raised again") {
 		t.Fatalf("the session ended with %v; want the lowered attributes as the reason", err)
 	}
+}
+
+// barrier is a shell prefix that waits (up to 10 s) until n execs of a
+// session ran it with the same dir: they then hold n shims at once.
+func barrier(dir string, n int) string {
+	return fmt.Sprintf(`mkdir -p %[1]s; touch %[1]s/$$; i=0; while [ $(ls %[1]s | wc -l) -lt %[2]d ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; `, dir, n)
+}
+
+// A command that lowers the limits of its own shim (prlimit --pid $PPID)
+// does not keep what it started alive past its end: the shim puts a soft
+// limit back before it kills the tree, so a background process is killed
+// when the command exits and the exec returns at once. A hard limit it
+// cannot put back ends the session, and the tree with it.
+func TestIntegrationSessionShimLimitLoweredByCommand(t *testing.T) {
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("no prlimit")
+	}
+	s := startSession(t, newSandbox(t))
+	gone := func(mark string) {
+		t.Helper()
+		for i := 0; ; i++ {
+			if err := exec.Command("pgrep", "-f", mark).Run(); err != nil {
+				return
+			}
+			if i == 50 {
+				t.Fatalf("%q still runs", mark)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	out := execIn(t, s, runner.ExecRequest{Args: sh(`prlimit --pid $PPID --nofile=3: --as=10000000:; sleep 4243.5 >/dev/null 2>&1 </dev/null & exit 0`)})
+	if out.res.ExitCode != 0 || out.res.FailureType != runner.FailureNone {
+		t.Fatalf("soft limits: %+v", out.res)
+	}
+	gone("sleep 4243.5")
+	if out := execIn(t, s, runner.ExecRequest{Args: sh("ulimit -n")}); out.stdout != "1024\n" {
+		t.Fatalf("the next exec: %+v %q", out.res, out.stdout)
+	}
+	out = execIn(t, s, runner.ExecRequest{Args: sh(`prlimit --pid $PPID --nofile=3:3; sleep 4244.5 >/dev/null 2>&1 </dev/null & exit 0`)})
+	if out.res.FailureType != runner.FailureSessionGone || !strings.Contains(out.res.FailureDetail, "cannot be raised again") {
+		t.Fatalf("a hard limit: %+v; want session_gone naming the lowered limits", out.res)
+	}
+	gone("sleep 4244.5")
 }

@@ -242,17 +242,28 @@ static int children_of(pid_t self, pid_t *out, int max)
 	return n;
 }
 
+static int attrs_restore(void);
+
 // kill_tree kills every descendant of this shim and reaps them all. Each
 // killed process's children reparent to the shim (a child subreaper), so
 // repeating until there are no children left reaches the whole tree,
 // setsid'd and double-forked processes included. The command's own status
-// is recorded in *wst and *ru when it is reaped here.
-static void kill_tree(pid_t cmd, int *cmd_done, int *wst, struct rusage *ru)
+// is recorded in *wst and *ru when it is reaped here. It returns 0, or the
+// errno of attributes the command lowered on this shim that cannot be put
+// back: the caller then fails the exec, which ends the session and with it
+// the tree.
+static int kill_tree(pid_t cmd, int *cmd_done, int *wst, struct rusage *ru)
 {
 	siginfo_t info;
 	// The common case: the command left nothing behind; skip the /proc scan.
 	if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD)
-		return;
+		return 0;
+	// The command may have lowered this shim's limits (prlimit --pid
+	// $PPID: a soft RLIMIT_NOFILE of 3, RLIMIT_AS): the scan would find
+	// nothing and the wait below block until the tree ends by itself.
+	int ae = attrs_restore();
+	if (ae)
+		return ae;
 	pid_t self = getpid();
 	for (;;) {
 		pid_t kids[256];
@@ -265,7 +276,7 @@ static void kill_tree(pid_t cmd, int *cmd_done, int *wst, struct rusage *ru)
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			return; // ECHILD: nothing is left
+			return 0; // ECHILD: nothing is left
 		}
 		if (w == cmd && !*cmd_done) {
 			*cmd_done = 1;
@@ -473,10 +484,15 @@ static int attrs_restore(void)
 		return errno;
 	if (n != attrs.nice && setpriority(PRIO_PROCESS, 0, attrs.nice) < 0)
 		return errno;
+	// SCHED_RESET_ON_FORK, which a command may set on a shim but only
+	// privilege clears, changes nothing for a shim of the saved policy
+	// at nice 0 or above: it is ignored, and kept when a restore is due.
 	struct sched_param sp;
-	if (sched_getscheduler(0) != attrs.policy || sched_getparam(0, &sp) < 0 ||
+	int pol = sched_getscheduler(0);
+	int keep = pol >= 0 ? (pol & SCHED_RESET_ON_FORK) : 0;
+	if (pol < 0 || (pol & ~SCHED_RESET_ON_FORK) != (attrs.policy & ~SCHED_RESET_ON_FORK) || sched_getparam(0, &sp) < 0 ||
 	    sp.sched_priority != attrs.sp.sched_priority) {
-		if (sched_setscheduler(0, attrs.policy, &attrs.sp) < 0)
+		if (sched_setscheduler(0, attrs.policy | keep, &attrs.sp) < 0)
 			return errno;
 	}
 	cpu_set_t cpus;
@@ -488,12 +504,18 @@ static int attrs_restore(void)
 	    syscall(SYS_ioprio_set, 1, 0, attrs.ioprio) < 0)
 		return errno;
 	struct cordon_sched_attr sa;
-	if (attrs.have_sa && (get_sched_attr(&sa) < 0 || sa.policy != attrs.sa.policy || sa.flags != attrs.sa.flags ||
-			      sa.runtime != attrs.sa.runtime || sa.deadline != attrs.sa.deadline ||
-			      sa.period != attrs.sa.period || sa.util_min != attrs.sa.util_min ||
-			      sa.util_max != attrs.sa.util_max)) {
+	const uint64_t reset = 0x01, clamps = 0x20 | 0x40; // SCHED_FLAG_RESET_ON_FORK, SCHED_FLAG_UTIL_CLAMP_MIN|MAX
+	if (attrs.have_sa && (get_sched_attr(&sa) < 0 || sa.policy != attrs.sa.policy ||
+			      (sa.flags & ~reset) != (attrs.sa.flags & ~reset) || sa.runtime != attrs.sa.runtime ||
+			      sa.deadline != attrs.sa.deadline || sa.period != attrs.sa.period ||
+			      sa.util_min != attrs.sa.util_min || sa.util_max != attrs.sa.util_max)) {
 		struct cordon_sched_attr want = attrs.sa;
 		want.size = sizeof(want);
+		want.flags = (attrs.sa.flags & ~reset) | (sa.flags & reset);
+		// Only where clamps changed, so kernels without them are not
+		// asked to set any.
+		if (sa.util_min != attrs.sa.util_min || sa.util_max != attrs.sa.util_max)
+			want.flags |= clamps;
 		if (syscall(SYS_sched_setattr, 0, &want, 0) < 0)
 			return errno;
 	}
@@ -598,7 +620,7 @@ static int run_exec(const struct cordon_req *h, char *payload, char **argv, char
 		close(leaf);
 	struct cordon_status st = {.magic = STATUS_MAGIC, .version = PROTO_VERSION, .phase = PHASE_RAN};
 
-	int cmd_done = 0, wst = 0, gone = 0;
+	int cmd_done = 0, wst = 0, gone = 0, attrs_err = 0;
 	struct rusage ru;
 	memset(&ru, 0, sizeof(ru));
 	struct pollfd pf[2] = {{.fd = sfd, .events = POLLIN}, {.fd = sock, .events = POLLIN}};
@@ -618,7 +640,8 @@ static int run_exec(const struct cordon_req *h, char *payload, char **argv, char
 					gone = 1;
 				}
 				st.flags |= STATUS_KILLED;
-				kill_tree(cmd, &cmd_done, &wst, &ru);
+				if ((attrs_err = kill_tree(cmd, &cmd_done, &wst, &ru)))
+					break;
 			} else if (q.sig > 0 && q.sig < NSIG) {
 				kill(-cmd, q.sig);
 			}
@@ -649,8 +672,13 @@ static int run_exec(const struct cordon_req *h, char *payload, char **argv, char
 	// Detached processes stay this shim's children, so it does not serve
 	// again: when it exits they reparent to PID 1, which reaps them.
 	int again = !(h->flags & (FLAG_DETACH | FLAG_TTY)) && !gone;
-	if (!(h->flags & FLAG_DETACH))
-		kill_tree(cmd, &cmd_done, &wst, &ru);
+	if (!attrs_err && !(h->flags & FLAG_DETACH))
+		attrs_err = kill_tree(cmd, &cmd_done, &wst, &ru);
+	if (attrs_err) {
+		st.phase = PHASE_ATTRS;
+		st.err = attrs_err;
+		again = 0;
+	}
 	// Hold no directory of the exec's while idle, and wait home: out of
 	// the leaf, which the supervisor removes.
 	if (again && chdir("/") < 0)

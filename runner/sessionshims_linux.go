@@ -227,7 +227,7 @@ func peekStatus(f *os.File) (execStatus, bool) {
 // noFork is the setup error of an exec the sandbox could not fork a
 // process for.
 func (s *linuxSession) noFork(errno int32) error {
-	if unix.Errno(errno) == unix.EAGAIN {
+	if unix.Errno(errno) == unix.EAGAIN && s.eff.Limits.Pids > 0 {
 		return fmt.Errorf("%w: the sandbox could not fork a process to run the command (EAGAIN): the session's processes reach its pids limit of %d; the session goes on, retry when some have ended", ErrSetup, s.eff.Limits.Pids)
 	}
 	return fmt.Errorf("%w: the session could not start the command: %s", ErrSetup, unix.ErrnoName(unix.Errno(errno)))
