@@ -1134,6 +1134,35 @@ func TestIntegrationSessionShimLimitLoweredByCommand(t *testing.T) {
 	if out := execIn(t, s, runner.ExecRequest{Args: sh("ulimit -n")}); out.stdout != "1024\n" {
 		t.Fatalf("the next exec: %+v %q", out.res, out.stdout)
 	}
+	// A process of the tree that keeps lowering the shim's soft limit
+	// while the shim scans for it: the exec still returns, and it is
+	// killed (or, should the shim never settle, the session ends).
+	tamper := `import ctypes, sys
+class R(ctypes.Structure):
+    _fields_ = [("cur", ctypes.c_ulong), ("max", ctypes.c_ulong)]
+libc = ctypes.CDLL(None, use_errno=True)
+low = R(3, 4096)
+while True:
+    libc.prlimit(int(sys.argv[1]), 7, ctypes.byref(low), None)
+`
+	for i := 0; i < 3; i++ {
+		done := make(chan execOut, 1)
+		go func() {
+			done <- execIn(t, s, runner.ExecRequest{Args: sh(`( python3 -c '` + tamper + `' $PPID tamper-4245 >/dev/null 2>&1 </dev/null & wait ) >/dev/null 2>&1 </dev/null & sleep 0.5; exit 0`)})
+		}()
+		select {
+		case out := <-done:
+			if out.res.ExitCode != 0 && out.res.FailureType != runner.FailureSessionGone {
+				t.Fatalf("with a tamperer: %+v", out.res)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the exec hangs while a process of its tree keeps lowering its shim's limit")
+		}
+		gone("tamper-4245")
+		if s.Err() != nil {
+			s = startSession(t, newSandbox(t))
+		}
+	}
 	out = execIn(t, s, runner.ExecRequest{Args: sh(`prlimit --pid $PPID --nofile=3:3; sleep 4244.5 >/dev/null 2>&1 </dev/null & exit 0`)})
 	if out.res.FailureType != runner.FailureSessionGone || !strings.Contains(out.res.FailureDetail, "cannot be raised again") {
 		t.Fatalf("a hard limit: %+v; want session_gone naming the lowered limits", out.res)

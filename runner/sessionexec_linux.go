@@ -74,7 +74,7 @@ func (s *linuxSession) Exec(ctx context.Context, req ExecRequest) (Result, error
 	if stErr == nil && st.phase == phaseAttrs && s.Err() == nil {
 		// Every command after this one would run with what an earlier
 		// one left: the session ends rather than run them so.
-		s.kill(fmt.Sprintf("%s (%s)", attrsLowered, unix.ErrnoName(unix.Errno(st.errno))))
+		s.kill(attrsReason(st.errno))
 	}
 	x.drain(req.Detach)
 	s.finish(&res, x, req, cwd, st, stErr, timedOut, canceled)
@@ -90,6 +90,19 @@ func (s *linuxSession) Exec(ctx context.Context, req ExecRequest) (Result, error
 const attrsLowered = "a command lowered the resource limits or priority that every command of the session inherits " +
 	"(prlimit, renice, taskset or sched_setattr of PID 1 or a shim), and they cannot be raised again without privilege: " +
 	"the session was stopped"
+
+// attrsReason is why a session ends for a status of phaseAttrs with
+// errno e: EMFILE or EBUSY when the shim could not find the tree to kill
+// it (a process of it kept lowering the shim's limits), anything else the
+// errno of a restore that needs privilege.
+func attrsReason(e int32) string {
+	switch unix.Errno(e) {
+	case unix.EMFILE, unix.EBUSY:
+		return "a process of a command kept lowering the limits of the command's tracker (prlimit on its parent), " +
+			"so that the processes the command started could not be found and killed: the session was stopped, and they with it"
+	}
+	return fmt.Sprintf("%s (%s)", attrsLowered, unix.ErrnoName(unix.Errno(e)))
+}
 
 // goneResult types a result for an exec a gone session cannot run.
 func goneResult(res *Result, err error) Result {

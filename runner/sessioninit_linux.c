@@ -206,12 +206,14 @@ static int recv_header(int sock, struct cordon_req *h, int fds[MAX_FDS])
 }
 
 // children_of lists up to max live children of pid from /proc (the kernel
-// may lack /proc/PID/task/TID/children). Returns the count.
+// may lack /proc/PID/task/TID/children). Returns the count, or -1 when the
+// scan could not be made whole (no descriptor or memory left: limits a
+// command lowered on the shim), so that a child is never missed silently.
 static int children_of(pid_t self, pid_t *out, int max)
 {
 	DIR *d = opendir("/proc");
 	if (!d)
-		return 0;
+		return -1;
 	int n = 0;
 	struct dirent *e;
 	while ((e = readdir(d)) && n < max) {
@@ -220,6 +222,10 @@ static int children_of(pid_t self, pid_t *out, int max)
 		char path[64], buf[512];
 		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM)) {
+			closedir(d);
+			return -1;
+		}
 		if (fd < 0)
 			continue;
 		ssize_t r = read(fd, buf, sizeof(buf) - 1);
@@ -265,14 +271,35 @@ static int kill_tree(pid_t cmd, int *cmd_done, int *wst, struct rusage *ru)
 	if (ae)
 		return ae;
 	pid_t self = getpid();
+	// A process of the tree may keep lowering the shim's limits while
+	// it is scanned for: a failed scan puts them back and scans again,
+	// and a wait blocks only for processes just killed. What does not
+	// settle within about 5 s fails the exec (the session ends, and the
+	// tree with it).
+	int failed = 0, idle = 0;
 	for (;;) {
 		pid_t kids[256];
 		int n = children_of(self, kids, 256);
+		if (n < 0) {
+			if ((ae = attrs_restore()))
+				return ae;
+			if (++failed > 1000)
+				return EMFILE;
+			usleep(1000);
+			continue;
+		}
 		for (int i = 0; i < n; i++)
 			kill(kids[i], SIGKILL);
 		int st;
 		struct rusage r;
-		pid_t w = wait4(-1, &st, 0, &r);
+		pid_t w = wait4(-1, &st, n > 0 ? 0 : WNOHANG, &r);
+		if (w == 0) {
+			// A child the scan did not see (reparented just after it).
+			if (++idle > 5000)
+				return EBUSY;
+			usleep(1000);
+			continue;
+		}
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -485,12 +512,16 @@ static int attrs_restore(void)
 	if (n != attrs.nice && setpriority(PRIO_PROCESS, 0, attrs.nice) < 0)
 		return errno;
 	// SCHED_RESET_ON_FORK, which a command may set on a shim but only
-	// privilege clears, changes nothing for a shim of the saved policy
-	// at nice 0 or above: it is ignored, and kept when a restore is due.
+	// privilege clears, resets a negative nice value and a real-time
+	// policy in the children: for a shim of the normal policy at nice 0
+	// or above it changes nothing, so it is ignored there, and kept when
+	// a restore is due; elsewhere it cannot be put back, which fails.
 	struct sched_param sp;
 	int pol = sched_getscheduler(0);
-	int keep = pol >= 0 ? (pol & SCHED_RESET_ON_FORK) : 0;
-	if (pol < 0 || (pol & ~SCHED_RESET_ON_FORK) != (attrs.policy & ~SCHED_RESET_ON_FORK) || sched_getparam(0, &sp) < 0 ||
+	int harmless = attrs.nice >= 0 && (attrs.policy & ~SCHED_RESET_ON_FORK) == SCHED_OTHER;
+	int mask = harmless ? ~SCHED_RESET_ON_FORK : ~0;
+	int keep = pol >= 0 && harmless ? (pol & SCHED_RESET_ON_FORK) : 0;
+	if (pol < 0 || (pol & mask) != (attrs.policy & mask) || sched_getparam(0, &sp) < 0 ||
 	    sp.sched_priority != attrs.sp.sched_priority) {
 		if (sched_setscheduler(0, attrs.policy | keep, &attrs.sp) < 0)
 			return errno;
@@ -504,7 +535,8 @@ static int attrs_restore(void)
 	    syscall(SYS_ioprio_set, 1, 0, attrs.ioprio) < 0)
 		return errno;
 	struct cordon_sched_attr sa;
-	const uint64_t reset = 0x01, clamps = 0x20 | 0x40; // SCHED_FLAG_RESET_ON_FORK, SCHED_FLAG_UTIL_CLAMP_MIN|MAX
+	const uint64_t clamps = 0x20 | 0x40; // SCHED_FLAG_UTIL_CLAMP_MIN|MAX
+	const uint64_t reset = harmless ? 0x01 : 0; // SCHED_FLAG_RESET_ON_FORK, when ignored
 	if (attrs.have_sa && (get_sched_attr(&sa) < 0 || sa.policy != attrs.sa.policy ||
 			      (sa.flags & ~reset) != (attrs.sa.flags & ~reset) || sa.runtime != attrs.sa.runtime ||
 			      sa.deadline != attrs.sa.deadline || sa.period != attrs.sa.period ||

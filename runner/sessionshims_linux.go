@@ -35,7 +35,7 @@ func (s *linuxSession) sendExec(x *sessionExec, msg []byte, fds []int) error {
 		if st, ok := peekStatus(sh.f); ok {
 			sh.f.Close()
 			if st.phase == phaseAttrs {
-				s.kill(fmt.Sprintf("%s (%s)", attrsLowered, unix.ErrnoName(unix.Errno(st.errno))))
+				s.kill(attrsReason(st.errno))
 				return s.Err()
 			}
 			err = s.noFork(st.errno)
