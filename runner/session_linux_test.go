@@ -567,17 +567,7 @@ time.sleep(30)
 	if out := execIn(t, s, runner.ExecRequest{Detach: true, Args: sh("python3 -c '" + holder + "' >/dev/null 2>&1 &")}); out.res.ExitCode != 0 {
 		t.Fatalf("starting the holder: %+v", out.res)
 	}
-	sender := `import os, socket, time
-c = socket.socket(socket.AF_UNIX)
-for _ in range(200):
-    try:
-        c.connect("` + sock + `")
-        break
-    except (FileNotFoundError, ConnectionRefusedError):
-        time.sleep(0.05)
-socket.send_fds(c, [b"x"], [1])
-print("sent", flush=True)
-`
+	sender := fdSender(sock, 1)
 	start := time.Now()
 	out := execIn(t, s, runner.ExecRequest{Args: []string{"python3", "-c", sender}})
 	took := time.Since(start)
@@ -713,17 +703,7 @@ for _ in range(600):
 	if out := execIn(t, s, runner.ExecRequest{Detach: true, Args: sh("python3 -c '" + holder + "' >/dev/null 2>&1 &")}); out.res.ExitCode != 0 {
 		t.Fatalf("starting the holder: %+v", out.res)
 	}
-	sender := `import os, socket, time
-c = socket.socket(socket.AF_UNIX)
-for _ in range(200):
-    try:
-        c.connect("` + sock + `")
-        break
-    except (FileNotFoundError, ConnectionRefusedError):
-        time.sleep(0.05)
-socket.send_fds(c, [b"x"], [1])
-print("sent", flush=True)
-`
+	sender := fdSender(sock, 1)
 	start := time.Now()
 	out := execIn(t, s, runner.ExecRequest{Args: []string{"python3", "-c", sender}})
 	took := time.Since(start)
@@ -791,17 +771,7 @@ time.sleep(60)
 			if out := execIn(t, s, runner.ExecRequest{Detach: true, Args: sh("python3 -c '" + holder + "' >/dev/null 2>&1 &")}); out.res.ExitCode != 0 {
 				t.Fatalf("starting the holder: %+v", out.res)
 			}
-			sender := `import os, socket, time
-c = socket.socket(socket.AF_UNIX)
-for _ in range(200):
-    try:
-        c.connect("` + sock + `")
-        break
-    except (FileNotFoundError, ConnectionRefusedError):
-        time.sleep(0.05)
-socket.send_fds(c, [b"x"], [0])
-print("sent", flush=True)
-`
+			sender := fdSender(sock, 0)
 			rc := make(chan execOut, 1)
 			go func() {
 				var so, se bytes.Buffer
@@ -1168,4 +1138,21 @@ while True:
 		t.Fatalf("a hard limit: %+v; want session_gone naming the lowered limits", out.res)
 	}
 	gone("sleep 4244.5")
+}
+
+// fdSender is a Python program that sends its descriptor fd to the holder
+// listening on the Unix socket sock (retrying until it listens) and prints
+// "sent".
+func fdSender(sock string, fd int) string {
+	return fmt.Sprintf(`import socket, time
+c = socket.socket(socket.AF_UNIX)
+for _ in range(200):
+    try:
+        c.connect(%q)
+        break
+    except (FileNotFoundError, ConnectionRefusedError):
+        time.sleep(0.05)
+socket.send_fds(c, [b"x"], [%d])
+print("sent", flush=True)
+`, sock, fd)
 }
