@@ -555,18 +555,9 @@ func TestIntegrationSessionOutputHeldOutsideTree(t *testing.T) {
 	}
 	s := startSession(t, newSandbox(t))
 	const sock = "/tmp/cordon-holder.sock"
-	holder := `import os, socket, time
-s = socket.socket(socket.AF_UNIX)
-s.bind("` + sock + `")
-s.listen(1)
-c, _ = s.accept()
-msg, fds, _, _ = socket.recv_fds(c, 1, 4)
-open("/tmp/cordon-holder.pid", "w").write(str(os.getpid()))
+	startHolder(t, s, sock, `open("/tmp/cordon-holder.pid", "w").write(str(os.getpid()))
 time.sleep(30)
-`
-	if out := execIn(t, s, runner.ExecRequest{Detach: true, Args: sh("python3 -c '" + holder + "' >/dev/null 2>&1 &")}); out.res.ExitCode != 0 {
-		t.Fatalf("starting the holder: %+v", out.res)
-	}
+`)
 	sender := fdSender(sock, 1)
 	start := time.Now()
 	out := execIn(t, s, runner.ExecRequest{Args: []string{"python3", "-c", sender}})
@@ -685,13 +676,7 @@ func TestIntegrationSessionOutputHolderKeepsWriting(t *testing.T) {
 	const sock = "/tmp/cordon-writer.sock"
 	// It ignores SIGPIPE: the exec closes its read end once it returns,
 	// and the holder must outlive that to show the exec did not wait.
-	holder := `import os, signal, socket, time
-signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-s = socket.socket(socket.AF_UNIX)
-s.bind("` + sock + `")
-s.listen(1)
-c, _ = s.accept()
-msg, fds, _, _ = socket.recv_fds(c, 1, 4)
+	startHolder(t, s, sock, `signal.signal(signal.SIGPIPE, signal.SIG_IGN)
 open("/tmp/cordon-writer.pid", "w").write(str(os.getpid()))
 for _ in range(600):
     try:
@@ -699,10 +684,7 @@ for _ in range(600):
     except BrokenPipeError:
         pass
     time.sleep(0.05)
-`
-	if out := execIn(t, s, runner.ExecRequest{Detach: true, Args: sh("python3 -c '" + holder + "' >/dev/null 2>&1 &")}); out.res.ExitCode != 0 {
-		t.Fatalf("starting the holder: %+v", out.res)
-	}
+`)
 	sender := fdSender(sock, 1)
 	start := time.Now()
 	out := execIn(t, s, runner.ExecRequest{Args: []string{"python3", "-c", sender}})
@@ -753,24 +735,15 @@ func TestIntegrationSessionStdinHeldOutsideTree(t *testing.T) {
 			const sock, hup = "/tmp/cordon-inholder.sock", "/tmp/cordon-inholder.hup"
 			// The holder never reads; it reports when every writer of the
 			// pipe is gone.
-			holder := `import select, socket, time
-s = socket.socket(socket.AF_UNIX)
-s.bind("` + sock + `")
-s.listen(1)
-c, _ = s.accept()
-msg, fds, _, _ = socket.recv_fds(c, 1, 4)
-p = select.poll()
+			startHolder(t, s, sock, `p = select.poll()
 p.register(fds[0], select.POLLIN)
 for _ in range(600):
     if any(ev & select.POLLHUP for _, ev in p.poll(100)):
-        open("` + hup + `", "w").write("hup")
+        open("`+hup+`", "w").write("hup")
         break
     time.sleep(0.1)
 time.sleep(60)
-`
-			if out := execIn(t, s, runner.ExecRequest{Detach: true, Args: sh("python3 -c '" + holder + "' >/dev/null 2>&1 &")}); out.res.ExitCode != 0 {
-				t.Fatalf("starting the holder: %+v", out.res)
-			}
+`)
 			sender := fdSender(sock, 0)
 			rc := make(chan execOut, 1)
 			go func() {
@@ -1155,4 +1128,21 @@ for _ in range(200):
 socket.send_fds(c, [b"x"], [%d])
 print("sent", flush=True)
 `, sock, fd)
+}
+
+// startHolder starts, in a detached exec of s, a Python server on the
+// Unix socket sock that receives one descriptor (fds[0], from fdSender)
+// and then runs body (os, select, signal, socket and time imported).
+func startHolder(t *testing.T, s runner.Session, sock, body string) {
+	t.Helper()
+	holder := `import os, select, signal, socket, time
+s = socket.socket(socket.AF_UNIX)
+s.bind("` + sock + `")
+s.listen(1)
+c, _ = s.accept()
+msg, fds, _, _ = socket.recv_fds(c, 1, 4)
+` + body
+	if out := execIn(t, s, runner.ExecRequest{Detach: true, Args: sh("python3 -c '" + holder + "' >/dev/null 2>&1 &")}); out.res.ExitCode != 0 {
+		t.Fatalf("starting the holder: %+v", out.res)
+	}
 }

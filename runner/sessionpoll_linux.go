@@ -194,18 +194,8 @@ func (x *sessionExec) connFD() (int, error) {
 // be read on its socket. The shim's end closed (EOF) or part of a record
 // is no status: the shim is gone or still writing.
 func (x *sessionExec) statusPending() bool {
-	conn, err := x.connFD()
-	if err != nil {
-		return false
-	}
-	var b [protoStatusSize]byte
-	for {
-		n, _, err := unix.Recvfrom(conn, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		return err == nil && n == protoStatusSize
-	}
+	_, ok := peekStatus(x.conn)
+	return ok
 }
 
 // pollPolled waits until conn (when >= 0; first in the result) or one of

@@ -206,7 +206,8 @@ func sendOn(f *os.File, msg []byte, fds []int) error {
 }
 
 // peekStatus returns the status record waiting on a shim's socket, if a
-// whole one does, without reading it.
+// whole one does, without reading it. The shim's end closed (EOF) or part
+// of a record is none.
 func peekStatus(f *os.File) (execStatus, bool) {
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -215,7 +216,12 @@ func peekStatus(f *os.File) (execStatus, bool) {
 	var b [protoStatusSize]byte
 	n := -1
 	_ = rc.Control(func(fd uintptr) {
-		n, _, _ = unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		for {
+			var err error
+			if n, _, err = unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT); err != unix.EINTR {
+				return
+			}
+		}
 	})
 	if n != protoStatusSize {
 		return execStatus{}, false
