@@ -113,6 +113,17 @@ func TestIntegrationSessionStdioAndExitCodes(t *testing.T) {
 	}
 }
 
+// TestIntegrationSessionExecDuration: a session exec's result carries the
+// time it took (a deferred assignment once ran after the result was
+// copied, so every exec said 0 ms).
+func TestIntegrationSessionExecDuration(t *testing.T) {
+	s := startSession(t, newSandbox(t))
+	out := execIn(t, s, runner.ExecRequest{Args: sh("sleep 0.3")})
+	if out.res.ExitCode != 0 || out.res.DurationMS < 300 {
+		t.Fatalf("sleep 0.3: exit %d, duration_ms %d; want 0 and at least 300", out.res.ExitCode, out.res.DurationMS)
+	}
+}
+
 func TestIntegrationSessionFreshProcessState(t *testing.T) {
 	sb := newSandbox(t)
 	sb.Env.Set = map[string]string{"FIXED": "yes"}

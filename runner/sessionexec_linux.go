@@ -26,9 +26,9 @@ const killGrace = 2 * time.Second
 const detachedDrain = 50 * time.Millisecond
 
 // Exec implements Session.
-func (s *linuxSession) Exec(ctx context.Context, req ExecRequest) (Result, error) {
+func (s *linuxSession) Exec(ctx context.Context, req ExecRequest) (res Result, err error) {
 	start := time.Now()
-	res := Result{Backend: s.backend, FailureType: FailureNone, Sandbox: &s.sum, Unenforced: s.Unenforced()}
+	res = Result{Backend: s.backend, FailureType: FailureNone, Sandbox: &s.sum, Unenforced: s.Unenforced()}
 	defer func() { res.DurationMS = time.Since(start).Milliseconds() }()
 	if err := s.Err(); err != nil {
 		return goneResult(&res, err), err
