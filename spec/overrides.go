@@ -3,12 +3,15 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 )
 
 // Overrides are the run-time adjustments a front end's flags ask for
-// (cordon run --mount, --network, --readonly, --timeout, --memory,
-// --pids). Before any derivation they change the sandbox freely; on a
+// (cordon run --mount, --network, --allow, --env, --readonly, --timeout,
+// --memory, --pids). Before any derivation they change the sandbox freely; on a
 // derived sandbox (one with a Lineage) they may only narrow it, like any
 // other derivation.
 type Overrides struct {
@@ -26,16 +29,78 @@ type Overrides struct {
 	Timeout time.Duration
 	Memory  string
 	Pids    int64
+	// Allow adds "host[:port]" entries to the network allow list (the
+	// config's syntax and validation): a sandbox without network gets
+	// exactly these; one with full network keeps it.
+	Allow []string
+	// Env adds variables: "NAME" passes the host's NAME through, and
+	// "NAME=VALUE" sets it.
+	Env []string
 }
 
 // Apply adjusts sb. Every problem is reported, joined; each matches
 // ErrInvalidConfig or, for a derived sandbox asked to widen, ErrWidening.
 func (o Overrides) Apply(sb *Sandbox) error {
-	if len(sb.Lineage) > 0 && (o.Network || len(o.Mounts) > 0) {
-		return fmt.Errorf("%w: --network and --mount would widen the sandbox the worker chain derived; "+
+	if len(sb.Lineage) > 0 && (o.Network || len(o.Mounts) > 0 || len(o.Allow) > 0) {
+		return fmt.Errorf("%w: --network, --allow and --mount would widen the sandbox the worker chain derived; "+
 			"fix: declare them in the project config, or drop the flag", ErrWidening)
 	}
-	return errors.Join(o.widen(sb), o.narrow(sb))
+	return errors.Join(o.widen(sb), o.narrow(sb), o.env(sb))
+}
+
+// allow adds the --allow entries to sb's network: a sandbox without
+// network gets an allow list of exactly these; one with full network
+// keeps it (an allow list would narrow it).
+func (o Overrides) allow(sb *Sandbox) error {
+	if len(o.Allow) == 0 || sb.Network.Enabled && len(sb.Network.Allow) == 0 {
+		return nil
+	}
+	var errs []error
+	add := make([]string, 0, len(o.Allow))
+	for _, a := range o.Allow {
+		e, prob := normalizeAllow(a)
+		if prob != "" {
+			errs = append(errs, fmt.Errorf("%w: --allow %s: %s; fix: give host[:port], as network.allow takes it (example.com, *.example.com, 10.0.0.1:8080)", ErrInvalidConfig, a, prob))
+			continue
+		}
+		if !slices.Contains(sb.Network.Allow, e) && !slices.Contains(add, e) {
+			add = append(add, e)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	sb.Network = Network{Enabled: true, Allow: append(slices.Clone(sb.Network.Allow), add...)}
+	return nil
+}
+
+// env applies the --env entries: NAME passes the host's variable through,
+// NAME=VALUE sets it.
+func (o Overrides) env(sb *Sandbox) error {
+	var errs []error
+	for _, e := range o.Env {
+		name, val, set := strings.Cut(e, "=")
+		if !envNameRe().MatchString(name) {
+			errs = append(errs, fmt.Errorf("%w: --env %q: %q is not a variable name; fix: give NAME or NAME=VALUE (letters, digits and _, not starting with a digit)", ErrInvalidConfig, e, name))
+			continue
+		}
+		if strings.ContainsRune(val, 0) {
+			errs = append(errs, fmt.Errorf("%w: --env %s: the value contains a NUL byte", ErrInvalidConfig, name))
+			continue
+		}
+		if set {
+			sb.Env.Set = maps.Clone(sb.Env.Set) // never the caller's map
+			if sb.Env.Set == nil {
+				sb.Env.Set = map[string]string{}
+			}
+			sb.Env.Set[name] = val
+			continue
+		}
+		if !slices.Contains(sb.Env.Pass, name) {
+			sb.Env.Pass = append(slices.Clone(sb.Env.Pass), name)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // widen applies what may add access (only before any derivation).
@@ -43,7 +108,7 @@ func (o Overrides) widen(sb *Sandbox) error {
 	if o.Network {
 		sb.Network = Network{Enabled: true}
 	}
-	var errs []error
+	errs := []error{o.allow(sb)}
 	for i, m := range o.Mounts {
 		mt, err := ParseMount(m, o.Dir)
 		if err != nil {

@@ -34,6 +34,8 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 // overrideFlags are the run-time flags that adjust the sandbox.
 type overrideFlags struct {
 	mounts   multiFlag
+	allow    multiFlag
+	env      multiFlag
 	network  bool
 	readonly bool
 	// timeout, memory and pids are text: spec.ParseLimit reads them, as
@@ -42,7 +44,12 @@ type overrideFlags struct {
 }
 
 func (f *overrideFlags) register(fs *flag.FlagSet) {
-	fs.Var(&f.mounts, "mount", "extra bind mount `SRC[:DST][:ro]` (repeatable)")
+	fs.Var(&f.mounts, "mount", "extra bind mount `SRC[:DST][:ro]` or type=bind,source=SRC,target=DST[,readonly] (repeatable)")
+	fs.Var(&f.mounts, "v", "extra bind mount `SRC[:DST][:ro]`, as docker's -v (repeatable)")
+	fs.Var(&f.mounts, "volume", "the same as -v")
+	fs.Var(&f.allow, "allow", "let the sandbox reach `HOST[:PORT]` (repeatable; a sandbox without network gets only these)")
+	fs.Var(&f.env, "e", "set `NAME=VALUE` in the sandbox, or pass the host's NAME (repeatable)")
+	fs.Var(&f.env, "env", "the same as -e")
 	fs.BoolVar(&f.network, "network", false, "give the sandbox network access")
 	fs.BoolVar(&f.readonly, "readonly", false, "make the workspace and every mount read-only")
 	fs.StringVar(&f.timeout, "timeout", "", "kill the whole sandbox after `DURATION` (e.g. 30s)")
@@ -82,7 +89,7 @@ func (f *sandboxFlags) loadBase() (*spec.Config, error) {
 // problem names the flag and the fix.
 func (f *overrideFlags) overrides() (spec.Overrides, error) {
 	cwd, err := os.Getwd()
-	o := spec.Overrides{Mounts: f.mounts, Dir: cwd, Network: f.network, Readonly: f.readonly, Memory: f.memory}
+	o := spec.Overrides{Mounts: f.mounts, Dir: cwd, Network: f.network, Readonly: f.readonly, Memory: f.memory, Allow: f.allow, Env: f.env}
 	errs := []error{err}
 	for _, fl := range []struct{ name, text string }{{"timeout", f.timeout}, {"memory", f.memory}, {"pids", f.pids}} {
 		if fl.text == "" {

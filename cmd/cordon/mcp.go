@@ -19,7 +19,7 @@ func init() {
 	register(command{name: "mcp", summary: "serve the sandbox's tools (read, write, list_files, shell) to an MCP client on stdio", run: mcpMain})
 }
 
-const mcpUsage = "[--config F] [--profile P] [--worker W]... [--attach PATH]... [--audit FILE]"
+const mcpUsage = "[--config F] [--profile P] [--worker W]... [--allow HOST]... [-e NAME[=VALUE]]... [--mount SRC[:DST][:ro]]... [--attach PATH]... [--audit FILE]"
 
 // mcpMain serves one MCP session on stdin and stdout until the client
 // closes stdin. Nothing but the protocol may be written to stdout: logs
@@ -27,8 +27,10 @@ const mcpUsage = "[--config F] [--profile P] [--worker W]... [--attach PATH]... 
 func mcpMain(args []string) int {
 	fs := newFlagSet("mcp", mcpUsage)
 	var sf sandboxFlags
+	var of overrideFlags
 	var ag agentFlags
 	sf.register(fs)
+	of.register(fs)
 	ag.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitConfig
@@ -37,7 +39,7 @@ func mcpMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "cordon mcp: unexpected arguments %q; usage: cordon mcp %s\n", fs.Args(), mcpUsage)
 		return exitConfig
 	}
-	s, code := ag.prepare(&sf, nil, cordon.FrontEndMCP)
+	s, code := ag.prepare(&sf, &of, cordon.FrontEndMCP)
 	if code != exitOK {
 		return code
 	}

@@ -19,7 +19,7 @@ func init() {
 	register(command{name: "run", summary: "run a command inside the sandbox", run: runMain})
 }
 
-const runUsage = "[--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--readonly] [--timeout D] [--memory M] [--pids N] [--attach PATH]... [--audit FILE] [--cwd DIR] [--report FILE] [--json] -- CMD [ARG...]"
+const runUsage = "[--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--allow HOST]... [-e NAME[=VALUE]]... [--readonly] [--timeout D] [--memory M] [--pids N] [--attach PATH]... [--audit FILE] [--cwd DIR] [--report FILE] [--json] -- CMD [ARG...]"
 
 func runMain(args []string) int {
 	cordon.Prewarm()
