@@ -53,6 +53,16 @@ func TestVersionAndHelp(t *testing.T) {
 	if r := runCLI(t, t.TempDir(), "help", "nosuch"); r.code != exitConfig || !strings.Contains(r.stderr, `unknown command "nosuch"`) {
 		t.Errorf("cordon help nosuch: exit %d %q", r.code, r.stderr)
 	}
+	// Help goes to stdout with exit 0 everywhere, and asks nothing else
+	// (session stop --help once tried to stop a session named --help).
+	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"run", "-h", "--", "false"}, {"explain", "-h"},
+		{"check", "--help"}, {"mcp", "--help"}, {"bundle", "--help"}, {"session", "--help"}, {"session", "start", "--help"},
+		{"session", "stop", "--help"}, {"session", "list", "-h"}, {"trust", "--help"}, {"doctor", "--help"}} {
+		r := runCLI(t, t.TempDir(), args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "usage:") || !strings.Contains(r.stdout, "cordon "+args[0]) && args[0] != "--help" || r.stderr != "" {
+			t.Errorf("cordon %v: exit %d stdout %q stderr %q; want 0 and the usage on stdout only", args, r.code, r.stdout, r.stderr)
+		}
+	}
 }
 
 // TestTrustListRevoke: --list shows each trusted config and whether it

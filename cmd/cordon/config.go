@@ -178,9 +178,30 @@ func splitJoined(err error) []string {
 	return strings.Split(err.Error(), "\n")
 }
 
+// helpWanted is set when the command line asks for help (-h, -help or
+// --help before any "--"): the usage then goes to stdout and the exit
+// code is 0, as for every other tool's --help.
+var helpWanted bool
+
+// asksHelp reports whether args ask for help before a "--".
+func asksHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
 // newFlagSet returns a flag set that reports its errors instead of exiting.
 func newFlagSet(name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	if helpWanted {
+		fs.SetOutput(os.Stdout)
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: cordon %s %s\n\nflags:\n", name, usage)
 		fs.PrintDefaults()

@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -43,13 +44,13 @@ const (
 	exitNotRunnbl    = 126
 )
 
-func usage() {
+func usage(w io.Writer) {
 	names := visibleCommands()
-	fmt.Fprintf(os.Stderr, "usage: cordon COMMAND [FLAGS] [-- CMD ARGS...]\n\ncommands:\n")
+	fmt.Fprintf(w, "usage: cordon COMMAND [FLAGS] [-- CMD ARGS...]\n\ncommands:\n")
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-8s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintf(os.Stderr, "\nenvironment: CORDON_LOG=debug|info|warn|error, CORDON_LOG_FORMAT=text|json\n")
+	fmt.Fprintf(w, "\nenvironment: CORDON_LOG=debug|info|warn|error, CORDON_LOG_FORMAT=text|json\n")
 }
 
 // visibleCommands are the names of the commands that are not hidden,
@@ -65,8 +66,9 @@ func visibleCommands() []string {
 	return names
 }
 
-// helpFor prints c's help, as `cordon COMMAND -h` does.
+// helpFor prints c's help to stdout, as `cordon COMMAND -h` does.
 func helpFor(c command) int {
+	helpWanted = true
 	c.run([]string{"-h"})
 	return exitOK
 }
@@ -86,10 +88,11 @@ func main() {
 	maybeInit() // libcontainer's re-exec'd init never returns from here
 	setupLogging()
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || (os.Args[1] == "help" && len(os.Args) == 2) {
-		usage()
 		if len(os.Args) < 2 {
+			usage(os.Stderr)
 			os.Exit(exitConfig)
 		}
+		usage(os.Stdout)
 		os.Exit(exitOK)
 	}
 	switch os.Args[1] {
@@ -101,7 +104,7 @@ func main() {
 		c, ok := commands[os.Args[2]]
 		if !ok {
 			fmt.Fprintf(os.Stderr, "cordon help: unknown command %q\n\n", os.Args[2])
-			usage()
+			usage(os.Stderr)
 			os.Exit(exitConfig)
 		}
 		os.Exit(helpFor(c))
@@ -109,11 +112,17 @@ func main() {
 	c, ok := commands[os.Args[1]]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "cordon: unknown command %q\n\n", os.Args[1])
-		usage()
+		usage(os.Stderr)
 		os.Exit(exitConfig)
 	}
 	if runtime.GOOS == "darwin" && c.name != "proxy-connect" {
 		useAsSSHProxy()
+	}
+	if c.name != "exec" && asksHelp(os.Args[2:]) {
+		// The usage on stdout, exit 0, whatever else the line holds.
+		helpWanted = true
+		c.run(os.Args[2:])
+		os.Exit(exitOK)
 	}
 	os.Exit(c.run(os.Args[2:]))
 }

@@ -34,6 +34,10 @@ func sessionMain(args []string) int {
 		fmt.Fprintln(os.Stderr, sessionUsage)
 		return exitConfig
 	}
+	if args[0] != "serve" && asksHelp(args) {
+		fmt.Fprintln(os.Stdout, sessionUsage)
+		return exitOK
+	}
 	switch args[0] {
 	case "start":
 		return sessionStart(args[1:])
@@ -44,7 +48,7 @@ func sessionMain(args []string) int {
 	case "list", "ls":
 		return sessionList(args[1:])
 	case "-h", "--help", "help":
-		fmt.Fprintln(os.Stderr, sessionUsage)
+		fmt.Fprintln(os.Stdout, sessionUsage)
 		return exitOK
 	}
 	fmt.Fprintf(os.Stderr, "cordon session: unknown subcommand %q\n%s\n", args[0], sessionUsage)

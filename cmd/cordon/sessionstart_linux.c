@@ -40,6 +40,10 @@ __attribute__((constructor)) static void cordon_session_start(int argc, char **a
 	(void)envp;
 	if (argc < 3 || strcmp(argv[1], "session") != 0 || strcmp(argv[2], "start") != 0)
 		return;
+	for (int i = 3; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "-help") == 0 || strcmp(argv[i], "--help") == 0)
+			return; // Go prints the usage
+	}
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return; // Go starts the supervisor as a process of its own
