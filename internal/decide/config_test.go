@@ -61,6 +61,7 @@ func TestRelevant(t *testing.T) {
 		{"/w/src/hooks", true}, {"/w/src/hooks/pre-commit", true}, {"/hooks/x", true},
 		{"/w/src/main.go", false}, {"/w/src/myhooks/x", false}, {"/w/hooks.d/x", false},
 		{"/w/src/HEAD.lock", false}, {"/w/src/config.lock", false},
+		{"/w/src/head", true}, {"/w/src/Objects", true}, {"/w/src/HOOKS/x", true}, {"/w/src/Makefile", false},
 	} {
 		if got := Relevant(tc.p); got != tc.want {
 			t.Errorf("Relevant(%q) = %v, want %v", tc.p, got, tc.want)

@@ -39,6 +39,20 @@ var (
 	bareGuarded = map[string]bool{"config": true, "config.worktree": true, "commondir": true}
 )
 
+// canon is the name of the rules that name is, folding case as a
+// case-insensitive file system (macOS's, a case-folded Linux directory)
+// does, where git's lookup of HEAD finds "head"; "" for any other name.
+// On a case-sensitive one this only refuses more. It allocates nothing:
+// Relevant runs on every create.
+func canon(name string) string {
+	for _, k := range [...]string{"HEAD", "objects", "refs", "config", "config.worktree", "commondir", "hooks"} {
+		if len(k) == len(name) && strings.EqualFold(k, name) {
+			return k
+		}
+	}
+	return ""
+}
+
 // ShapeRule is the start of every refusal by the shape rules.
 const ShapeRule = "protect (a directory git takes for a repository: it holds HEAD, objects and refs)"
 
@@ -55,12 +69,11 @@ const MaxConfig = 1 << 20
 // that every other call costs nothing.
 func Relevant(p string) bool {
 	i := strings.LastIndexByte(p, '/')
-	name := p[i+1:]
-	if shapeNames[name] || bareGuarded[name] || name == "hooks" {
+	if canon(p[i+1:]) != "" {
 		return true
 	}
 	// The parent's name, without allocating: hot on every create.
-	return i >= 6 && p[i-6:i] == "/hooks"
+	return i >= 6 && strings.EqualFold(p[i-6:i], "/hooks")
 }
 
 func present(d Dir, name string) bool {
@@ -83,6 +96,7 @@ func shapeWith(d Dir, name string) bool {
 // is absent and the shape holds with it (replacing a HEAD, as git does on
 // every symref update, changes no shape).
 func completes(d Dir, name string) bool {
+	name = canon(name)
 	if !shapeNames[name] && name != "commondir" || present(d, name) {
 		return false
 	}
@@ -97,7 +111,7 @@ func Make(r Rules, d Dir, p string, mkdir bool) Verdict {
 	if !Relevant(p) {
 		return Verdict{}
 	}
-	name := path.Base(p)
+	name := canon(path.Base(p))
 	if !shapeNames[name] && r.refuse(p) != "" {
 		// A name a protect pattern covers (a .git directory's config or
 		// hooks) is decided by the pattern and git's model for it.
@@ -133,7 +147,7 @@ func Make(r Rules, d Dir, p string, mkdir bool) Verdict {
 // hook refuses a name in a hooks directory of a shaped directory unless it
 // is a new "*.sample" file (a name git never runs).
 func hook(d Dir, p string, mkdir bool) string {
-	if path.Base(path.Dir(p)) != "hooks" {
+	if canon(path.Base(path.Dir(p))) != "hooks" {
 		return ""
 	}
 	up, err := d.Parent()
@@ -153,7 +167,7 @@ func Write(r Rules, d Dir, p string) string {
 	if !Relevant(p) || r.refuse(p) != "" {
 		return "" // decided by the pattern (see Make)
 	}
-	if name := path.Base(p); bareGuarded[name] && Shaped(d) {
+	if name := canon(path.Base(p)); bareGuarded[name] && Shaped(d) {
 		return ShapeRule + ": " + name + " is git's to write"
 	}
 	return hook(d, p, false)
@@ -239,5 +253,5 @@ func ReplaceConfig(r Rules, d Dir, p string, data []byte) string {
 // decided by ReplaceConfig: the config of a shaped directory no pattern
 // covers.
 func ConfigReplaced(r Rules, d Dir, p string) bool {
-	return path.Base(p) == "config" && Shaped(d) && r.refuse(p) == ""
+	return canon(path.Base(p)) == "config" && Shaped(d) && r.refuse(p) == ""
 }

@@ -130,6 +130,9 @@ func TestMakeShapes(t *testing.T) {
 		{"a directory in a shape's hooks", tree(shaped()), "/w/r/hooks/x.sample", true, "a hook", false},
 		{"a hook where the parent is no shape", tree(tree(nil, "file HEAD")), "/w/r/hooks/post-checkout", false, "", false},
 		{"a name no rule reads", shaped(), "/w/r/main.go", false, "", false},
+		{"head completes, folded as macOS folds it", tree(nil, "dir objects", "dir refs", "file config "+evilCfg), "/w/r/head", false, "core.pager", false},
+		{"Config in a shape, folded", shaped(), "/w/r/Config", false, "git's to write", false},
+		{"a hook in a shape's Hooks, folded", tree(shaped()), "/w/r/Hooks/pre-commit", false, "a hook", false},
 		{"a protected config is the pattern's", tree(nil, "file HEAD", "dir objects", "dir refs"), "/w/.git/config", false, "", false},
 		{"HEAD completes a .git around a protected config", tree(nil, "dir objects", "dir refs", "file config "+safeCfg), "/w/.git/HEAD", false, "its config is protected", false},
 	} {
