@@ -39,8 +39,14 @@ func (s *Sandbox) Access(path string, write bool) Access {
 		}
 	}
 	t := s.table
-	if err := t.Check(path, write); err != nil {
-		return Access{Commands: err, Tools: err}
+	check := t.Check(path, write)
+	if check == nil && write {
+		// The rules beyond patterns (a repository's shape), decided on
+		// the directories as they are, as the broker and Write decide.
+		check = t.CheckWrite(path)
+	}
+	if check != nil {
+		return Access{Commands: check, Tools: check}
 	}
 	var a Access
 	if write {

@@ -326,8 +326,14 @@ func (f *Files) List(dir, pattern string) ([]string, error) {
 }
 
 // Check returns nil when the sandbox may read (or, with write, write) path,
-// and otherwise the typed error that says what IS allowed.
-func (f *Files) Check(path string, write bool) error { return f.record(f.t.Check(path, write)) }
+// and otherwise the typed error that says what IS allowed. A write is
+// decided as Write and the broker decide it (mounts.Table.CheckWrite).
+func (f *Files) Check(path string, write bool) error {
+	if write {
+		return f.record(f.t.CheckWrite(path))
+	}
+	return f.record(f.t.Check(path, false))
+}
 
 // CanRead reports whether the sandbox may read path.
 func (f *Files) CanRead(path string) bool { return f.Check(path, false) == nil }

@@ -29,6 +29,8 @@ go test -c -tags seccomp -o "$work/runner.test" ./runner/
 go test -c -o "$work/hostfile.test" ./internal/hostfile/
 go test -c -tags seccomp -o "$work/cordon.test" .
 go test -c -o "$work/netguard.test" ./internal/netguard/
+go test -c -tags seccomp -o "$work/mcpserver.test" ./internal/mcpserver/
+go test -c -o "$work/mounts.test" ./mounts/
 cp bin/cordon "$work/cordon"
 cp -r hack "$work/hack"
 chown -R "$uid:$uid" "$work"
@@ -63,6 +65,9 @@ if ! "${as_user[@]}" test -r /dev/net/tun -a -w /dev/net/tun; then
 fi
 echo "== macOS's allow-list proxy as uid $uid: curl, git and Python through it, refusals typed and audited"
 (cd "$work" && "${as_user[@]}" "$work/netguard.test" -test.count=1 -test.run 'TestProxy' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
+echo "== one decision for every writer as uid $uid (rootless): the broker, Files, the MCP write tool and cordon check"
+(cd "$work" && "${as_user[@]}" "$work/mcpserver.test" -test.count=1 -test.run 'Integration' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|decide_test')
+(cd "$work" && "${as_user[@]}" "$work/mounts.test" -test.count=1 -test.run 'TestWritePlantsNoRepository' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|decide_test')
 echo "== host files cordon writes (report, audit log) as uid $uid (rootless)"
 (cd "$work" && "${as_user[@]}" "$work/hostfile.test" -test.count=1 -test.v 2>&1 | tail -n 20)
 echo "== escape suite as uid $uid (rootless)"

@@ -20,7 +20,7 @@ func TestVerifyMovedDirectory(t *testing.T) {
 	if rootPath != filepath.Join(base, "ws") {
 		t.Fatalf("root path %q", rootPath)
 	}
-	dir, err := descend(root, []string{"a"}, nil)
+	dir, err := descend(root, []string{"a"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,3 +12,12 @@ func openRead(resolution) (*os.File, int64, error) { return nil, 0, ErrUnsupport
 func (t *Table) writeAtomic(resolution, string) error { return ErrUnsupported }
 
 func (t *Table) listWalk(*lister, resolution) error { return ErrUnsupported }
+
+// CheckWrite is Check for a write; the writes themselves are unsupported
+// here.
+func (t *Table) CheckWrite(path string) error {
+	if err := t.Check(path, true); err != nil {
+		return err
+	}
+	return ErrUnsupported
+}

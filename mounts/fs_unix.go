@@ -15,6 +15,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/internal/decide"
 )
 
 // The file tools descend from an entry's Source one component at a time
@@ -38,7 +40,7 @@ func openRead(r resolution) (*os.File, int64, error) {
 		return nil, 0, err
 	}
 	defer root.Close() //nolint:errcheck // read-only descriptor
-	dir, err := descend(root, comps[:len(comps)-1], nil)
+	dir, err := descend(root, comps[:len(comps)-1])
 	if err != nil {
 		return nil, 0, err
 	}
@@ -71,72 +73,63 @@ func openRead(r resolution) (*os.File, int64, error) {
 }
 
 // writeAtomic writes content to r's file by temporary file and rename in the
-// same directory, creating missing parent directories.
+// same directory, creating missing parent directories. Each name it makes
+// is decided first, all of them before any is made (walkWrite without
+// acting), so that a refused write leaves nothing behind, and again as it
+// makes them, under decide.Lock when one may matter to its rules.
 func (t *Table) writeAtomic(r resolution, content string) error {
-	comps := splitRel(r.rel)
-	dirComps, name := comps[:len(comps)-1], comps[len(comps)-1]
-	root, base, err := openEntryRoot(r.e)
-	if err != nil {
-		return err
-	}
-	defer root.Close() //nolint:errcheck // directory descriptor
-	mk := func(i int) error {
-		rel := strings.Join(dirComps[:i+1], "/")
-		dir := resolution{sandbox: join(r.e.Target, rel), e: r.e, rel: rel, host: filepath.Join(r.e.Source, rel)}
-		if matchUnder(dir.sandbox, t.denyS) != "" || matchUnder(dir.host, t.denyH) != "" {
-			return &PathError{Err: ErrDenied, Rule: RuleDeny, Allowed: t.ReadableRoots(), where: dir.sandbox}
+	if writeRelevant(r) {
+		defer decide.Lock(nil)()
+		if err := t.walkWrite(r, &content, nil); err != nil {
+			return err
 		}
-		return t.checkWrite("write", "", dir)
 	}
-	dir, err := descend(root, dirComps, mk)
-	if err != nil {
-		return err
-	}
-	if dir != root {
-		defer dir.Close() //nolint:errcheck // directory descriptor
-	}
-	if err := verify(dir, base, strings.Join(dirComps, "/")); err != nil {
-		return err
-	}
+	return t.walkWrite(r, &content, replaceFile(content))
+}
 
-	perm, exists, uid, gid, err := targetMode(dir, name)
-	if err != nil {
-		return err
-	}
-	createPerm := uint32(0o666) // the umask applies, as for a new file
-	if exists {
-		createPerm = 0o600
-	}
-	tmp, err := tempName()
-	if err != nil {
-		return err
-	}
-	tf, err := openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, createPerm)
-	if err != nil {
-		return err
-	}
-	renamed := false
-	defer func() {
-		if !renamed {
-			_ = ignoringEINTR(func() error { return unix.Unlinkat(int(dir.Fd()), tmp, 0) })
+// replaceFile returns walkWrite's last step: the temporary file, written
+// and synced, renamed over name in dir.
+func replaceFile(content string) func(dir *os.File, name string) error {
+	return func(dir *os.File, name string) error {
+		perm, exists, uid, gid, err := targetMode(dir, name)
+		if err != nil {
+			return err
 		}
-	}()
-	if err := fillTemp(tf, content, exists, perm, uid, gid); err != nil {
-		return err
+		createPerm := uint32(0o666) // the umask applies, as for a new file
+		if exists {
+			createPerm = 0o600
+		}
+		tmp, err := tempName()
+		if err != nil {
+			return err
+		}
+		tf, err := openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, createPerm)
+		if err != nil {
+			return err
+		}
+		renamed := false
+		defer func() {
+			if !renamed {
+				_ = ignoringEINTR(func() error { return unix.Unlinkat(int(dir.Fd()), tmp, 0) })
+			}
+		}()
+		if err := fillTemp(tf, content, exists, perm, uid, gid); err != nil {
+			return err
+		}
+		// The rename replaces whatever is at name without following it; a
+		// link or directory there now is still a change worth reporting.
+		if _, _, _, _, err := targetMode(dir, name); err != nil {
+			return err
+		}
+		if err := ignoringEINTR(func() error { return unix.Renameat(int(dir.Fd()), tmp, int(dir.Fd()), name) }); err != nil {
+			return err
+		}
+		renamed = true
+		if err := dir.Sync(); err != nil {
+			logrus.WithField("dir", dir.Name()).WithError(err).Debug("fsync of directory after rename failed")
+		}
+		return nil
 	}
-	// The rename replaces whatever is at name without following it; a
-	// link or directory there now is still a change worth reporting.
-	if _, _, _, _, err := targetMode(dir, name); err != nil {
-		return err
-	}
-	if err := ignoringEINTR(func() error { return unix.Renameat(int(dir.Fd()), tmp, int(dir.Fd()), name) }); err != nil {
-		return err
-	}
-	renamed = true
-	if err := dir.Sync(); err != nil {
-		logrus.WithField("dir", dir.Name()).WithError(err).Debug("fsync of directory after rename failed")
-	}
-	return nil
 }
 
 // fillTemp writes, chmods, chowns and syncs the temporary file, and closes it.
@@ -192,7 +185,7 @@ func (t *Table) listWalk(l *lister, r resolution) error {
 		return err
 	}
 	defer root.Close() //nolint:errcheck // read-only descriptor
-	dir, err := descend(root, splitRel(r.rel), nil)
+	dir, err := descend(root, splitRel(r.rel))
 	if err != nil {
 		return err
 	}
@@ -332,30 +325,17 @@ func openFileMount(e *Entry) (*os.File, int64, error) {
 }
 
 // descend opens each of comps below root in turn without following
-// symbolic links. When a component is missing and mk is set, mk(i) must
-// allow it before it is created. The returned directory is root itself when
-// comps is empty; the caller closes it otherwise.
-func descend(root *os.File, comps []string, mk func(i int) error) (*os.File, error) {
+// symbolic links. The returned directory is root itself when comps is
+// empty; the caller closes it otherwise.
+func descend(root *os.File, comps []string) (*os.File, error) {
 	dir := root
 	closeDir := func() {
 		if dir != root {
 			dir.Close() //nolint:errcheck,gosec // directory descriptor
 		}
 	}
-	for i, c := range comps {
+	for _, c := range comps {
 		sub, err := openat(dir, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
-		if errors.Is(err, unix.ENOENT) && mk != nil {
-			if err := mk(i); err != nil {
-				closeDir()
-				return nil, err
-			}
-			err = ignoringEINTR(func() error { return unix.Mkdirat(int(dir.Fd()), c, 0o777) })
-			if err != nil && !errors.Is(err, unix.EEXIST) {
-				closeDir()
-				return nil, err
-			}
-			sub, err = openat(dir, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
-		}
 		if err != nil {
 			err = swapped(dir, c, err)
 			closeDir()

@@ -13,13 +13,20 @@ import (
 // command and the file tools. A path in the sandbox's own /tmp, /proc or
 // /dev is usable by commands (exit 3: not by the tools), as a run shows; a
 // file the read tool refuses by suffix or size is not "allowed" (exit 3);
-// a path outside the sandbox is refused for both (exit 1).
+// a path outside the sandbox is refused for both (exit 1), and so is a
+// name the repository-shape rules refuse, decided on the tree as it is.
 func TestCheckAgreesWithToolsAndKernel(t *testing.T) {
 	ws := t.TempDir()
 	data := filepath.Join(ws, "data")
 	writeFile(t, filepath.Join(data, "ok.txt"), "small\n")
 	writeFile(t, filepath.Join(data, "big.txt"), strings.Repeat("x", 4096))
 	writeFile(t, filepath.Join(data, "bin.so"), "x")
+	// A directory git takes for a repository: check answers with the
+	// broker's and Write's rules (package decide), on the tree as it is.
+	writeFile(t, filepath.Join(ws, "r", "HEAD"), "ref: refs/heads/main\n")
+	writeFile(t, filepath.Join(ws, "r", "objects", "x"), "")
+	writeFile(t, filepath.Join(ws, "q", "objects", "x"), "")
+	writeFile(t, filepath.Join(ws, "q", "refs", "x"), "")
 	cfg := filepath.Join(ws, "cordon.yaml")
 	writeFile(t, cfg, "sandbox:\n  root: .\n  mounts:\n    - source: data\n      target: "+data+"\n      readonly: true\n      suffixes: [.txt]\n      max_file_bytes: 1KiB\n")
 	for _, tc := range []struct {
@@ -37,6 +44,8 @@ func TestCheckAgreesWithToolsAndKernel(t *testing.T) {
 		{"read", filepath.Join(data, "bin.so"), exitCommandsOnly, "refused by the file tools: cannot read " + filepath.Join(data, "bin.so") + ": file suffix not allowed"},
 		{"read", filepath.Join(data, "big.txt"), exitCommandsOnly, "4096 bytes is over the limit of 1024 bytes"},
 		{"read", "/root/x", exitDenied, "cannot read /root/x: outside the sandbox"},
+		{"write", filepath.Join(ws, "r", "commondir"), exitDenied, "a commondir beside HEAD"},
+		{"write", filepath.Join(ws, "q", "HEAD"), exitOK, "allowed: write"},
 	} {
 		r := runCLI(t, ws, "check", "--config", cfg, tc.op, tc.path)
 		if r.code != tc.code || !strings.Contains(r.stdout, tc.want) {

@@ -73,7 +73,6 @@ type Broker struct {
 	creds  Creds
 
 	git      gitState
-	bare     bareState
 	gitFiles gitFiles
 	ids      idMaps // the callers' uid and gid maps (meta_linux.go)
 	pidfds   pidfds

@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -12,6 +10,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/internal/decide"
 )
 
 // What git itself needs of guarded paths in a repository the command
@@ -22,7 +22,7 @@ import (
 //     other name can be created, renamed or linked there;
 //   - a new repository's config: git writes config.lock and renames it
 //     over config. The broker reads config.lock, refuses it unless every
-//     key is on a short list that runs nothing (core.bare,
+//     key is on decide.GitConfig's short list that runs nothing (core.bare,
 //     remote.NAME.url, branch.NAME.merge, ...), writes that content to a
 //     file of its own, which the command never held open, and renames it
 //     over config. Only a config that did not exist when it was first
@@ -36,91 +36,10 @@ type gitState struct {
 	wrote map[[2]uint64]bool
 }
 
-// templateAllowed reports whether a refusal by rule may be waived for
-// git's templates: mkdir of the hooks directory itself, or a new
-// "*.sample" file directly in it.
-func templateAllowed(rule, p string, dir bool) bool {
-	if !strings.HasPrefix(rule, "protect ") || !strings.HasSuffix(rule, "/hooks") {
-		return false
-	}
-	if dir {
-		return path.Base(p) == "hooks"
-	}
-	return path.Base(path.Dir(p)) == "hooks" && strings.HasSuffix(p, ".sample") && !strings.HasPrefix(path.Base(p), ".")
-}
-
 // gitConfigName reports whether p is a config file git renames a lock
 // over.
 func gitConfigName(p string) bool {
 	return path.Base(p) == "config" && (path.Base(path.Dir(p)) == ".git" || strings.Contains(p, "/.git/modules/"))
-}
-
-// safeGitKeys are the config keys (section.key, or section.*.key with a
-// subsection) a new repository may set: none of them runs anything.
-var safeGitKeys = map[string]bool{
-	"core.repositoryformatversion": true, "core.filemode": true, "core.bare": true,
-	"core.logallrefupdates": true, "core.ignorecase": true, "core.precomposeunicode": true,
-	"core.symlinks": true, "core.autocrlf": true, "core.eol": true, "core.worktree": true,
-	"extensions.objectformat": true, "extensions.refstorage": true,
-	"remote.*.url": true, "remote.*.fetch": true, "remote.*.tagopt": true, "remote.*.mirror": true,
-	"branch.*.remote": true, "branch.*.merge": true, "branch.*.rebase": true,
-	"submodule.*.url": true, "submodule.*.active": true, "submodule.active": true, "submodule.recurse": true,
-	"user.name": true, "user.email": true, "init.defaultbranch": true,
-	"pull.rebase": true, "fetch.prune": true, "gc.auto": true, "index.version": true,
-}
-
-// checkGitConfig parses the git config that is to be at cfg and refuses
-// anything it cannot read or any key off the list (and a remote URL with a
-// command transport, and a core.worktree outside the repository's own
-// checkout).
-func checkGitConfig(data []byte, cfg string) error {
-	section, sub := "", false
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if strings.HasSuffix(line, "\\") {
-			return fmt.Errorf("line %d: a continued line", n)
-		}
-		if line[0] == '[' {
-			end := strings.IndexByte(line, ']')
-			if end < 0 || strings.TrimSpace(line[end+1:]) != "" {
-				return fmt.Errorf("line %d: a section header with more on its line", n)
-			}
-			h := line[1:end]
-			name, rest, hasSub := strings.Cut(h, " ")
-			section, sub = strings.ToLower(name), hasSub
-			if hasSub && !(strings.HasPrefix(strings.TrimSpace(rest), "\"") && strings.HasSuffix(rest, "\"")) {
-				return fmt.Errorf("line %d: a subsection that is not quoted", n)
-			}
-			if strings.Contains(section, ".") {
-				return fmt.Errorf("line %d: the old [section.subsection] form", n)
-			}
-			continue
-		}
-		key, val, _ := strings.Cut(line, "=")
-		key = strings.ToLower(strings.TrimSpace(key))
-		val = strings.TrimSpace(val)
-		full := section + "." + key
-		if sub {
-			full = section + ".*." + key
-		}
-		if !safeGitKeys[full] {
-			return fmt.Errorf("line %d: %s is not a key a new repository's config may set from the sandbox", n, full)
-		}
-		v := strings.Trim(strings.ToLower(val), "\"")
-		if strings.HasPrefix(v, "ext::") || strings.HasPrefix(v, "fd::") {
-			return fmt.Errorf("line %d: a remote URL with a command transport", n)
-		}
-		if full == "core.worktree" {
-			if err := checkWorktree(strings.Trim(val, "\""), cfg); err != nil {
-				return fmt.Errorf("line %d: %w", n, err)
-			}
-		}
-	}
-	return sc.Err()
 }
 
 // checkWorktree allows a core.worktree (git submodule writes one into a
@@ -159,7 +78,7 @@ func checkWorktree(val, cfg string) error {
 
 // renameGitConfig performs rename(from, to) where to is a guarded git
 // config: only for a new one or one the broker wrote, only with content
-// checkGitConfig takes, and through a copy the command never held.
+// decide.GitConfig takes, and through a copy the command never held.
 func (b *Broker) renameGitConfig(op string, from, to loc) result {
 	var st unix.Stat_t
 	err := unix.Fstatat(to.dir, to.name, &st, unix.AT_SYMLINK_NOFOLLOW)
@@ -177,8 +96,8 @@ func (b *Broker) renameGitConfig(op string, from, to loc) result {
 	if err != nil {
 		return fail(err)
 	}
-	if err := checkGitConfig(data, to.path); err != nil {
-		b.deny(op, to.path, "protect (git config from the sandbox: "+err.Error()+")")
+	if err := decide.GitConfig(data, to.path, checkWorktree); err != nil {
+		b.deny(op, to.path, decide.ConfigRule+err.Error()+")")
 		return fail(unix.EACCES)
 	}
 	nst, err := writeConfigCopy(to, data, mode)
@@ -222,6 +141,13 @@ func (g *gitState) wroteIt(st unix.Stat_t) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.wrote[[2]uint64{st.Dev, st.Ino}]
+}
+
+// wroteEntry is wroteIt for package decide's Entry.
+func (g *gitState) wroteEntry(e decide.Entry) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.wrote[[2]uint64{e.Dev, e.Ino}]
 }
 
 func (g *gitState) forget(st unix.Stat_t) {

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/internal/decide"
 )
 
 func unsafePointer[T any](p *T) unsafe.Pointer { return unsafe.Pointer(p) }
@@ -84,7 +86,7 @@ type sysc struct {
 // templates let through (see git_linux.go).
 func (b *Broker) checkCreate(op, p string, dir bool) bool {
 	rule := b.policy.Refuse(p)
-	if rule == "" || templateAllowed(rule, p, dir) {
+	if rule == "" || decide.TemplateAllowed(rule, p, dir) {
 		return true
 	}
 	b.deny(op, p, rule)
@@ -183,7 +185,7 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 				return fail(unix.EACCES)
 			}
 			unlockBare := func() {}
-			if !read && st.Mode&unix.S_IFMT == unix.S_IFREG && bareRelevant(l.path) {
+			if !read && st.Mode&unix.S_IFMT == unix.S_IFREG && decide.Relevant(l.path) {
 				// Held until the file is open: a shape completed
 				// meanwhile rewrites the config this open would get.
 				unlockBare = b.bareLock(l.path)
@@ -377,10 +379,9 @@ func (b *Broker) rename(c *call, op string, a [6]uint64, oldArg, newArg int, fla
 	if !b.check(op, from.path) {
 		return fail(unix.EACCES)
 	}
-	if bareRelevant(to.path) || flags&unix.RENAME_EXCHANGE != 0 && bareRelevant(from.path) {
-		b.bare.mu.Lock()
-		defer b.bare.mu.Unlock()
-		if to.name == "config" && flags == 0 && shaped(to.dir) && b.policy.Refuse(to.path) == "" {
+	if decide.Relevant(to.path) || flags&unix.RENAME_EXCHANGE != 0 && decide.Relevant(from.path) {
+		defer decide.Lock(nil)()
+		if flags == 0 && decide.ConfigReplaced(b.rules(), decide.FD{Dirfd: to.dir}, to.path) {
 			// git replaces a repository's config as config.lock renamed
 			// over it: checked and written through the broker's copy, and
 			// only over a config the broker wrote.
