@@ -71,9 +71,16 @@ var safeGitKeys = map[string]bool{
 
 // checkGitConfig parses the git config that is to be at cfg and refuses
 // anything it cannot read or any key off the list (and a remote URL with a
-// command transport, and a core.worktree outside the repository's own
-// checkout).
+// command transport). It has no sandbox root to resolve a core.worktree
+// in, so it refuses every one (see checkGitConfigIn).
 func checkGitConfig(data []byte, cfg string) error {
+	return checkGitConfigIn(data, cfg, nil)
+}
+
+// checkGitConfigIn is checkGitConfig with resolve, which resolves a
+// sandbox path as the kernel does in the sandbox's root, to decide a
+// core.worktree on (checkWorktree); nil refuses every core.worktree.
+func checkGitConfigIn(data []byte, cfg string, resolve func(string) (string, error)) error {
 	section, sub := "", false
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {
@@ -115,7 +122,7 @@ func checkGitConfig(data []byte, cfg string) error {
 			return fmt.Errorf("line %d: a remote URL with a command transport", n)
 		}
 		if full == "core.worktree" {
-			if err := checkWorktree(strings.Trim(val, "\""), cfg); err != nil {
+			if err := checkWorktree(strings.Trim(val, "\""), cfg, resolve); err != nil {
 				return fmt.Errorf("line %d: %w", n, err)
 			}
 		}
@@ -128,10 +135,23 @@ func checkGitConfig(data []byte, cfg string) error {
 // that holds the config's first ".git" directory, and never in a ".git"
 // there: otherwise the host's next checkout in that repository would write
 // its files elsewhere (into a hooks directory, or outside the workspace).
-func checkWorktree(val, cfg string) error {
+// It is decided where git takes it: git changes into the config's
+// directory and then into the value, so the value is resolved from there
+// by resolve (the kernel's walk in the sandbox's root: "lnk/.." is the
+// parent of lnk's target), never cleaned first. A value with ".." after a
+// name is refused outright (git writes none; the name could become a
+// symlink later), and so is one that does not resolve; nil resolve
+// refuses every value.
+func checkWorktree(val, cfg string, resolve func(string) (string, error)) error {
 	i := strings.Index(cfg, "/.git/")
 	if i < 0 || val == "" || strings.ContainsAny(val, "\x00\n") {
 		return fmt.Errorf("a core.worktree for a config outside a .git directory")
+	}
+	if dotDotAfterName(val) {
+		return fmt.Errorf("core.worktree %s has \"..\" after a name: git never writes one", val)
+	}
+	if resolve == nil {
+		return fmt.Errorf("core.worktree %s cannot be resolved in the sandbox here", val)
 	}
 	top := cfg[:i]
 	if top == "" {
@@ -141,13 +161,16 @@ func checkWorktree(val, cfg string) error {
 	if !strings.HasPrefix(w, "/") {
 		w = path.Dir(cfg) + "/" + w
 	}
-	w = cleanAbs(w)
+	w, err := resolve(w)
+	if err != nil {
+		return fmt.Errorf("core.worktree %s: %w", val, err)
+	}
 	rest, ok := strings.CutPrefix(w, strings.TrimSuffix(top, "/")+"/")
 	if w == top {
 		rest, ok = "", true
 	}
 	if !ok {
-		return fmt.Errorf("core.worktree %s is outside %s, the checkout the repository belongs to", w, top)
+		return fmt.Errorf("core.worktree %s is %s, outside %s, the checkout the repository belongs to", val, w, top)
 	}
 	for _, part := range strings.Split(rest, "/") {
 		if part == ".git" {
@@ -177,7 +200,7 @@ func (b *Broker) renameGitConfig(op string, from, to loc) result {
 	if err != nil {
 		return fail(err)
 	}
-	if err := checkGitConfig(data, to.path); err != nil {
+	if err := checkGitConfigIn(data, to.path, b.rootResolver()); err != nil {
 		b.deny(op, to.path, "protect (git config from the sandbox: "+err.Error()+")")
 		return fail(unix.EACCES)
 	}
