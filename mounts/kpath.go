@@ -13,7 +13,8 @@ import (
 // path file names, as git and the kernel take it: relative to the file's
 // directory, every symbolic link followed and ".." applied after it (the
 // walk), never cleaned first. A gitdir with ".." after a name is refused
-// (git writes none, and the name could become a link later); one that does
+// (git writes none, and the name could become a link later), and so is one
+// that goes through a symbolic link (git writes real paths); one that does
 // not exist yet is taken only when every missing place on it is one the
 // sandbox can never write (protect or deny), so that no link can appear
 // there.
@@ -30,6 +31,12 @@ func (t *Table) gitdirTarget(op, orig, file, target string) (string, error) {
 	r, err := t.walk(op, orig, target, true)
 	if err != nil {
 		return "", fmt.Errorf("its gitdir %s does not resolve: %w", target, err)
+	}
+	// With no ".." after a name, the leading ones climb real directories:
+	// the lexical form is where the path leads unless a link was followed.
+	// git writes real paths, and a link could be turned elsewhere later.
+	if path.Clean(target) != r.sandbox {
+		return "", fmt.Errorf("its gitdir %s goes through a symlink to %s", target, r.sandbox)
 	}
 	// The first missing name, from the host's side of the resolution.
 	var missing []string

@@ -17,7 +17,7 @@ func TestWriteGitLinkKernelPath(t *testing.T) {
 	f := newFixture(t, spec.SystemNone)
 	g := filepath.Join(f.ws, ".git")
 	mkTree(t, f.base, "dir ws/evil/inner", "dir ws/sub", "dir ws/.git/modules/lib",
-		"symlink ws/.git/y "+filepath.Join(f.ws, "evil", "inner"), "symlink ws/lnk evil")
+		"symlink ws/.git/y "+filepath.Join(f.ws, "evil", "inner"), "symlink ws/lnk evil", "symlink ws/gl .git")
 	f.sb.Protect = append(f.sb.Protect, filepath.Join(g, "commondir"), filepath.Join(g, "modules"))
 	tab := f.table(t)
 	for _, content := range []string{
@@ -25,6 +25,7 @@ func TestWriteGitLinkKernelPath(t *testing.T) {
 		"gitdir: " + g + "/y/..\n",
 		"gitdir: ../lnk/../.git\n",
 		"gitdir: ../lnk\n",
+		"gitdir: ../gl\n", // a link, even to .git: it could be turned later
 		"gitdir: ../newdir/.git\n",
 		"gitdir: ../.git/y/../..\n",
 		"gitdir: \n",

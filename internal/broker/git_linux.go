@@ -140,8 +140,9 @@ func checkGitConfigIn(data []byte, cfg string, resolve func(string) (string, err
 // by resolve (the kernel's walk in the sandbox's root: "lnk/.." is the
 // parent of lnk's target), never cleaned first. A value with ".." after a
 // name is refused outright (git writes none; the name could become a
-// symlink later), and so is one that does not resolve; nil resolve
-// refuses every value.
+// symlink later), and so is one that does not resolve or that goes
+// through a symlink (git writes a real path; a link could be turned
+// elsewhere later); nil resolve refuses every value.
 func checkWorktree(val, cfg string, resolve func(string) (string, error)) error {
 	i := strings.Index(cfg, "/.git/")
 	if i < 0 || val == "" || strings.ContainsAny(val, "\x00\n") {
@@ -161,9 +162,13 @@ func checkWorktree(val, cfg string, resolve func(string) (string, error)) error 
 	if !strings.HasPrefix(w, "/") {
 		w = path.Dir(cfg) + "/" + w
 	}
+	lexical := w
 	w, err := resolve(w)
 	if err != nil {
 		return fmt.Errorf("core.worktree %s: %w", val, err)
+	}
+	if !symlinkFree(lexical, w) {
+		return fmt.Errorf("core.worktree %s goes through a symlink to %s: git writes real paths, and a link could be turned elsewhere later", val, w)
 	}
 	rest, ok := strings.CutPrefix(w, strings.TrimSuffix(top, "/")+"/")
 	if w == top {

@@ -256,6 +256,9 @@ func (b *Broker) checkGitFile(root int, p string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("its gitdir: %w", err)
 	}
+	if !symlinkFree(target, g) {
+		return fmt.Errorf("its gitdir %s goes through a symlink to %s: git writes real paths, and a link could be turned elsewhere later", target, g)
+	}
 	for _, f := range []string{"hooks", "config", "commondir"} {
 		if b.policy.Refuse(g+"/"+f) == "" {
 			return fmt.Errorf("it points git at %s, whose %s no rule guards", g, f)

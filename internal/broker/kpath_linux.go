@@ -114,3 +114,13 @@ func (b *Broker) rootResolver() func(string) (string, error) {
 	}
 	return func(p string) (string, error) { return kernelPath(root, p, nil) }
 }
+
+// symlinkFree reports whether p, an absolute path with no ".." after a
+// name, reached resolved without following a symlink: its leading ".."
+// climb real directories, so its lexical form is then where it leads.
+// git writes gitdir lines and core.worktree as real paths (it computes
+// them from realpath), so a symlink on the way is no git of the host's
+// making, and one the sandbox could turn elsewhere after the check.
+func symlinkFree(p, resolved string) bool {
+	return cleanAbs(p) == resolved
+}

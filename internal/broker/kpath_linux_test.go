@@ -107,7 +107,7 @@ func TestCheckGitFileKernelPath(t *testing.T) {
 		{w + "/wt/.git", "gitdir: " + w + "/.git/worktrees/wt\n", true},
 		{w + "/app/.git", "not a redirect", true},
 		{w + "/sub/.git", "gitdir: ../.git\n", true},
-		{w + "/sub/.git", "gitdir: ../ok\n", true}, // a symlink to .git itself
+		{w + "/sub/.git", "gitdir: ../ok\n", false}, // a symlink, even to .git: it could be turned later
 		{w + "/sub/.git", "gitdir: ../.git/y/..\n", false},
 		{w + "/sub/.git", "gitdir: " + w + "/.git/y/..\n", false},
 		{w + "/sub/.git", "gitdir: ../lnk\n", false},
@@ -130,7 +130,7 @@ func TestCheckGitFileKernelPath(t *testing.T) {
 func TestCheckWorktreeKernelPath(t *testing.T) {
 	w := t.TempDir()
 	buildTree(t, w, "dir outside/deep", "dir app/.git/modules/lib", "dir app/lib", "dir app/.git/modules/lib/modules/sub",
-		"dir app/lib/sub", "symlink app/lnk {}/outside/deep", "symlink app/.git/modules/lnk {}/outside/deep")
+		"dir app/lib/sub", "symlink app/lnk {}/outside/deep", "symlink app/.git/modules/lnk {}/outside/deep", "symlink app/inlnk {}/app/lib")
 	root := hostRoot(t)
 	resolve := func(p string) (string, error) { return kernelPath(root, p, nil) }
 	cfg := w + "/app/.git/modules/lib/config"
@@ -146,6 +146,7 @@ func TestCheckWorktreeKernelPath(t *testing.T) {
 		{"../../lnk/..", cfg, false},
 		{"../lnk/..", w + "/app/.git/config", false},
 		{"../../../lnk", cfg, false},
+		{"../../../inlnk", cfg, false}, // a link inside the checkout: it could be turned later
 		{"../../../.git/hooks", cfg, false},
 		{"../../../../outside", cfg, false},
 		{"/home/u", cfg, false},
