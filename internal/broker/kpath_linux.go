@@ -14,8 +14,10 @@ import (
 // RESOLVE_IN_ROOT, which follows every symlink and applies ".." after
 // it, as git's chdir and realpath do).
 //
-// A path that does not exist yet (git writes a submodule's .git file
-// while its gitdir is being made) is resolved to its longest existing
+// A path that does not exist yet (git submodule add opens the checkout's
+// .git file before it makes .git/modules/NAME: strace of git 2.39, whose
+// clone --separate-git-dir writes the gitfile first; the first submodule
+// finds no .git/modules either) is resolved to its longest existing
 // prefix, and the rest is appended only when it can still mean only one
 // thing: no "..", no dangling symlink at the first missing name, and
 // every missing place one where the sandbox can never make a symlink
