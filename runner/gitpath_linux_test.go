@@ -173,6 +173,27 @@ func TestIntegrationHooksPathProtected(t *testing.T) {
 	}
 	hostGitQuiet(t, ws, "commit", "-q", "--allow-empty", "-m", "again")
 	mustNotExist(t, mark)
+
+	// A program reached through a link in the workspace: the link is
+	// protected too, so that it cannot be turned elsewhere, and a mount
+	// cannot cover a link, so the run is refused, naming it.
+	if err := os.MkdirAll(filepath.Join(ws, "tools2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("tools2", filepath.Join(ws, "lnkdir")); err != nil {
+		t.Fatal(err)
+	}
+	hostGit(t, ws, "config", "alias.c", "!lnkdir/run.sh")
+	o := run(t, sb, "", sh("ln -sfn evil lnkdir; "+strings.ReplaceAll(hook, "%s", "tools2/run.sh"))...)
+	if o.res.FailureType != runner.FailureSetupError || !strings.Contains(o.res.FailureDetail, filepath.Join(ws, "lnkdir")) {
+		t.Fatalf("a program through a link: want a setup error naming the link, got %+v", o.res)
+	}
+	hostGitQuiet(t, ws, "c")
+	if l, err := os.Readlink(filepath.Join(ws, "lnkdir")); err != nil || l != "tools2" {
+		t.Fatalf("lnkdir was turned: %q %v", l, err)
+	}
+	mustNotExist(t, filepath.Join(ws, "tools2/run.sh"))
+	mustNotExist(t, mark)
 }
 
 // TestIntegrationCasefoldFlagRefused: FS_IOC_SETFLAGS, which could set

@@ -39,7 +39,10 @@ import (
 //     own (when it holds a .git) and those of the protect list;
 //   - paths are resolved as the host's kernel resolves them (hostWalk),
 //     never cleaned first; a place that does not exist yet is protected at
-//     its first missing name, so that nothing can be made there.
+//     its first missing name, so that nothing can be made there; a link on
+//     the way is protected too, which the guard mounts refuse to cover
+//     (the run stops, naming the link: the user points the setting at the
+//     real path), rather than leave a link the sandbox could turn.
 //
 // Not followed: environment variables in values, a program started by
 // another (a script's own content is the user's to review), and
