@@ -225,6 +225,9 @@ func (t *Table) walk(op, orig, abs string, policy bool) (resolution, error) {
 	pending := reversed(strings.Split(abs, "/"))
 	cur := "/"
 	links := 0
+	// gone is why cur is no directory the kernel could step out of with
+	// "..": it does not exist, or it is no directory.
+	var gone error
 	outside := func() error {
 		return &PathError{Op: op, Path: orig, Err: ErrOutsideSandbox, Allowed: t.outsideAllowed(op)}
 	}
@@ -240,10 +243,15 @@ func (t *Table) walk(op, orig, abs string, policy bool) (resolution, error) {
 			continue
 		case "..":
 			// cur holds no symbolic link, so its lexical parent is the
-			// parent the kernel would reach.
+			// parent the kernel would reach, if cur is a directory: the
+			// kernel fails ".." after a missing name or a file.
+			if gone != nil {
+				return r, &PathError{Op: op, Path: orig, Err: gone}
+			}
 			cur = filepath.Dir(cur)
 			continue
 		}
+
 		next := join(cur, c)
 		if policy {
 			if d := matchUnder(next, t.denyS); d != "" {
@@ -253,14 +261,14 @@ func (t *Table) walk(op, orig, abs string, policy bool) (resolution, error) {
 		e := t.lookup(next)
 		if e == nil {
 			if t.isScaffold(next) {
-				cur = next
+				gone, cur = nil, next
 				continue
 			}
 			return r, outside()
 		}
 		if next == e.Target {
 			// A mount root is a directory whatever the host has there.
-			cur = next
+			gone, cur = nil, next
 			continue
 		}
 		host := hostOf(e, next)
@@ -272,8 +280,11 @@ func (t *Table) walk(op, orig, abs string, policy bool) (resolution, error) {
 		fi, err := os.Lstat(host)
 		switch {
 		case err == nil:
-		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-			cur = next
+		case errors.Is(err, fs.ErrNotExist):
+			gone, cur = syscall.ENOENT, next
+			continue
+		case errors.Is(err, syscall.ENOTDIR):
+			gone, cur = syscall.ENOTDIR, next
 			continue
 		case errors.Is(err, syscall.ENAMETOOLONG):
 			return r, &PathError{Op: op, Path: orig, Err: ErrInvalidPath, Rule: "a component or the host path is too long"}
@@ -281,6 +292,9 @@ func (t *Table) walk(op, orig, abs string, policy bool) (resolution, error) {
 			return r, &PathError{Op: op, Path: orig, Err: err}
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
+			if !fi.IsDir() {
+				gone = syscall.ENOTDIR
+			}
 			cur = next
 			continue
 		}

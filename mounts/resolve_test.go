@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cordon-run/cordon/spec"
@@ -38,7 +39,8 @@ func TestResolveHostile(t *testing.T) {
 		{"scaffold parent of root", filepath.Dir(ws), "", ErrOutsideSandbox},
 		{"slash", "/", "", ErrOutsideSandbox},
 		{"missing file", ws + "/new/dir/x.txt", f.p("ws/new/dir/x.txt"), nil},
-		{"missing then dotdot", ws + "/new/../top.txt", f.p("ws/top.txt"), nil},
+		{"missing then dotdot", ws + "/new/../top.txt", "", os.ErrNotExist}, // as the kernel: ENOENT
+		{"file then dotdot", ws + "/top.txt/../top.txt", "", syscall.ENOTDIR},
 		{"link to /etc with system none", ws + "/l-etc/passwd", "", ErrOutsideSandbox},
 		{"link to /root", ws + "/l-root/x", "", ErrOutsideSandbox},
 		{"relative link out", ws + "/l-out/o.txt", "", ErrOutsideSandbox},

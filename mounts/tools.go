@@ -396,11 +396,14 @@ func (t *Table) checkGitLink(op, p string, r resolution, content string) error {
 	if path.Base(r.sandbox) != ".git" || !strings.HasPrefix(content, "gitdir: ") {
 		return nil
 	}
-	target := strings.TrimRight(strings.TrimPrefix(content, "gitdir: "), " \t\r\n")
-	if !strings.HasPrefix(target, "/") {
-		target = path.Join(path.Dir(r.sandbox), target)
+	// git strips only the line ends; the path is resolved as the kernel
+	// resolves it, never cleaned first (see gitdirTarget).
+	target := strings.TrimRight(strings.TrimPrefix(content, "gitdir: "), "\r\n")
+	g, err := t.gitdirTarget(op, p, r.sandbox, target)
+	if err != nil {
+		return &PathError{Op: op, Path: p, Err: ErrReadOnly, Rule: RuleProtect, Allowed: t.WritableRoots(),
+			where: "a .git file whose gitdir is refused: " + err.Error()}
 	}
-	g := path.Clean(target)
 	for _, f := range []string{"hooks", "config", "commondir"} {
 		err := t.Check(g+"/"+f, true)
 		var pe *PathError

@@ -54,6 +54,11 @@ func WithAliases(sb *Sandbox) *Sandbox {
 	if inc := gitIncludes(sb); len(inc) > 0 {
 		c.Protect = appendAliases(append(c.Protect, inc...), inc, zones)
 	}
+	// What those configs and the host's global ones name as code: a
+	// core.hooksPath, a program (see gitcode.go).
+	if code := gitCodePaths(sb); len(code) > 0 {
+		c.Protect = appendAliases(append(c.Protect, code...), code, zones)
+	}
 	// The host's secrets are host paths, never sandbox paths: only the
 	// zones that show them add an alias (system: host masks the
 	// secrets at their own path already).

@@ -52,14 +52,22 @@ func gitIncludes(sb *Sandbox) []string {
 			continue
 		}
 		seen[cfg] = true
-		for _, inc := range includesOf(cfg) {
-			if seen[inc] || slices.Contains(out, inc) {
+		for _, raw := range includesOf(cfg) {
+			// Where git takes it: resolved as the host's kernel does,
+			// never cleaned first; the links on the way are protected
+			// too, so that none can be turned elsewhere.
+			inc, links, ok := hostWalk(raw)
+			if !ok {
 				continue
 			}
-			if sandboxWritable(sb, inc) && !protectedBy(sb.Protect, inc) {
-				out = append(out, inc)
+			for _, p := range append(links, inc) {
+				if !slices.Contains(out, p) && sandboxWritable(sb, p) && !protectedBy(sb.Protect, p) {
+					out = append(out, p)
+				}
 			}
-			queue = append(queue, inc)
+			if !seen[inc] {
+				queue = append(queue, inc)
+			}
 		}
 	}
 	return out
@@ -92,7 +100,8 @@ func gitSubConfigs(dir string) []string {
 }
 
 // includesOf returns the absolute paths the git config file cfg includes
-// (every include.path and includeIf.*.path, whatever the condition).
+// (every include.path and includeIf.*.path, whatever the condition), as
+// written: not cleaned, for hostWalk to resolve.
 func includesOf(cfg string) []string {
 	data, err := os.ReadFile(cfg)
 	if err != nil || len(data) > 1<<20 {
@@ -141,12 +150,12 @@ func includesOf(cfg string) []string {
 			if err != nil {
 				continue
 			}
-			val = filepath.Join(home, rest)
+			val = home + "/" + rest
 		}
 		if !filepath.IsAbs(val) {
-			val = filepath.Join(filepath.Dir(cfg), val)
+			val = filepath.Dir(cfg) + "/" + val // not cleaned: see hostWalk
 		}
-		out = append(out, filepath.Clean(val))
+		out = append(out, val)
 	}
 	return out
 }

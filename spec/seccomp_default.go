@@ -207,5 +207,7 @@ func DefaultSeccomp(goarch string) (*specs.LinuxSeccomp, error) {
 	)
 	// cordon's narrowing: no setuid or setgid file (seccomp_modes.go).
 	s.Syscalls = append(s.Syscalls, seccompModeRules()...)
+	// No case-folding directory (seccomp_ioctl.go).
+	s.Syscalls = append(s.Syscalls, seccompIoctlRules()...)
 	return s, nil
 }

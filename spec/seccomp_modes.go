@@ -55,10 +55,10 @@ var seccompModeArg = []struct {
 }
 
 // withoutModeCalls returns names without the calls seccompModeRules
-// decides, and without openat2.
+// decides, without openat2, and without ioctl (seccompIoctlRules).
 func withoutModeCalls(names []string) []string {
 	return slices.DeleteFunc(names, func(n string) bool {
-		if n == "openat2" {
+		if n == "openat2" || n == "ioctl" {
 			return true
 		}
 		for _, m := range seccompModeArg {

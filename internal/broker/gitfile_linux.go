@@ -225,7 +225,8 @@ func (b *Broker) publishGitFile(p *pendingGitFile, data []byte) {
 // checkGitFile decides the content of the ".git" file at p: a redirect
 // ("gitdir: DIR") only to a directory whose hooks, config and commondir
 // are guarded (a submodule's gitdir in .git/modules, the main
-// repository's .git/worktrees), resolved in the sandbox's view.
+// repository's .git/worktrees), resolved in the sandbox's root as the
+// kernel resolves it (see kernelPath).
 func (b *Broker) checkGitFile(root int, p string, data []byte) error {
 	s := string(data)
 	if !strings.HasPrefix(s, "gitdir: ") {
@@ -234,22 +235,29 @@ func (b *Broker) checkGitFile(root int, p string, data []byte) error {
 	if len(data) > 4096 {
 		return fmt.Errorf("a gitdir line longer than 4096 bytes")
 	}
-	target := strings.TrimRight(strings.TrimPrefix(s, "gitdir: "), " \t\r\n")
+	// git strips only the line ends: the path is the rest, spaces and all.
+	target := strings.TrimRight(strings.TrimPrefix(s, "gitdir: "), "\r\n")
 	if target == "" || strings.ContainsAny(target, "\n\x00") {
 		return fmt.Errorf("a gitdir that is not one path")
+	}
+	if dotDotAfterName(target) {
+		return fmt.Errorf("a gitdir with \"..\" after a name (%s): git never writes one, and where it leads can change", target)
 	}
 	if !strings.HasPrefix(target, "/") {
 		target = path.Dir(p) + "/" + target
 	}
-	g := cleanAbs(target)
-	// Where git would really go: symlinks on the way resolved in the
-	// sandbox's view (a gitdir that does not exist yet is decided at its
-	// plain path).
-	if fd, err := unix.Openat2(root, g, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: resolveFlags}); err == nil {
-		if rp, err := fdPath(fd); err == nil {
-			g = rp
-		}
-		unix.Close(fd)
+	// Where git would really go: resolved in the sandbox's root as the
+	// kernel does, never cleaned first ("y/.." with y a symlink is the
+	// parent of y's target). A gitdir that does not exist yet is decided
+	// only where no symlink can appear on its missing part.
+	g, err := kernelPath(root, target, func(q string) bool {
+		return gitRedirectPlace(q) || b.policy.Refuse(q) != ""
+	})
+	if err != nil {
+		return fmt.Errorf("its gitdir: %w", err)
+	}
+	if !symlinkFree(target, g) {
+		return fmt.Errorf("its gitdir %s goes through a symlink to %s: git writes real paths, and a link could be turned elsewhere later", target, g)
 	}
 	for _, f := range []string{"hooks", "config", "commondir"} {
 		if b.policy.Refuse(g+"/"+f) == "" {
