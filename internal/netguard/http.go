@@ -44,7 +44,8 @@ func emptyLines(br *bufio.Reader) ([]byte, error) {
 
 // ambiguousFraming says what makes a request head's length ambiguous
 // (both Transfer-Encoding and Content-Length, two different
-// Content-Lengths, a folded header line), or "".
+// Content-Lengths, a folded header line, Transfer-Encoding in HTTP/1.0,
+// which Go's reader ignores and RFC 9112 6.1 calls faulty framing), or "".
 func ambiguousFraming(head []byte) string {
 	lines := strings.Split(string(head), "\n")
 	var cl []string
@@ -66,6 +67,8 @@ func ambiguousFraming(head []byte) string {
 		}
 	}
 	switch {
+	case te && strings.HasSuffix(strings.TrimRight(lines[0], "\r"), " HTTP/1.0"):
+		return "Transfer-Encoding in an HTTP/1.0 request"
 	case te && len(cl) > 0:
 		return "both Transfer-Encoding and Content-Length"
 	case len(cl) > 1:

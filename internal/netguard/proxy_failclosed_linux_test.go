@@ -70,6 +70,7 @@ func TestProxyTunnelFailsClosed(t *testing.T) {
 		{"leading space", " GET / HTTP/1.1\r\n" + other, ReasonProtocol},
 		{"vertical tabs", "GET\v/\vHTTP/1.1\r\n" + other, ReasonProtocol},
 		{"keep-alive, then absolute form", "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\nGET " + target + " HTTP/1.1\r\n" + other, ReasonHTTPHost},
+		{"chunks in HTTP/1.0", "POST / HTTP/1.0\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n3e\r\nGET / HTTP/1.1\r\n" + other + "\r\n0\r\n\r\n", ReasonHTTPFraming},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := len(tp.Denials())
