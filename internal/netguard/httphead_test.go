@@ -171,3 +171,23 @@ func latin1(b []byte) string {
 	}
 	return string(r)
 }
+
+// BenchmarkRequestHead: what the strict reader costs a request (curl's
+// head) on a connection's buffered reader, before it is forwarded.
+func BenchmarkRequestHead(b *testing.B) {
+	head := []byte("GET /some/path?q=1 HTTP/1.1\r\nHost: allowed.test:8081\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n")
+	r := bytes.NewReader(head)
+	br := bufio.NewReaderSize(r, maxHead)
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(head)
+		br.Reset(r)
+		_, h, err := readRequestHead(br)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := requestName(h); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
