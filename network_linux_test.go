@@ -46,10 +46,10 @@ func TestIntegrationAllowListAudited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(url string) (cordon.Result, string) {
+	run := func(url string, args ...string) (cordon.Result, string) {
 		t.Helper()
 		var out bytes.Buffer
-		res, err := sb.Run(context.Background(), []string{"curl", "-fsS", "--max-time", "20", url}, cordon.Stdout(&out), cordon.Stderr(io.Discard))
+		res, err := sb.Run(context.Background(), append([]string{"curl", "-fsS", "--max-time", "20", url}, args...), cordon.Stdout(&out), cordon.Stderr(io.Discard))
 		if err != nil {
 			t.Fatalf("Run %s: %v", url, err)
 		}
@@ -63,11 +63,19 @@ func TestIntegrationAllowListAudited(t *testing.T) {
 	if res, out := run(h.URL("http", "allowed.test")); res.FailureType != runner.FailureNone || out != h.Body {
 		t.Fatalf("allowed: %+v, %q; want %q", res, out, h.Body)
 	}
-	for _, c := range []struct{ url, detail string }{
-		{h.URL("http", "other.test"), "other.test is not in the allow list " + list},
-		{fmt.Sprintf("http://allowed.test:%d/", other), fmt.Sprintf("allowed.test:%d is not allowed: allowed.test is allowed on port %d, %d, %d only", other, h.HTTPPort, h.HTTPSPort, h.EchoPort)},
+	// An absolute-form request whose Host names another site (issue 21,
+	// finding 7): curl sends "GET http://allowed.test:PORT/ HTTP/1.1" with
+	// "Host: other.test".
+	fronted := fmt.Sprintf("the request target names allowed.test:%d but its Host header names other.test", h.HTTPPort)
+	for _, c := range []struct {
+		url, detail string
+		args        []string
+	}{
+		{h.URL("http", "other.test"), "other.test is not in the allow list " + list, nil},
+		{fmt.Sprintf("http://allowed.test:%d/", other), fmt.Sprintf("allowed.test:%d is not allowed: allowed.test is allowed on port %d, %d, %d only", other, h.HTTPPort, h.HTTPSPort, h.EchoPort), nil},
+		{h.URL("http", "allowed.test"), fronted, []string{"--request-target", h.URL("http", "allowed.test"), "-H", "Host: other.test"}},
 	} {
-		if res, out := run(c.url); res.FailureType != runner.FailureNetworkDenied || !strings.Contains(res.FailureDetail, c.detail) || out != "" {
+		if res, out := run(c.url, c.args...); res.FailureType != runner.FailureNetworkDenied || !strings.Contains(res.FailureDetail, c.detail) || out != "" {
 			t.Errorf("%s: %+v, %q; want network_denied saying %q", c.url, res, out, c.detail)
 		}
 	}
@@ -79,7 +87,7 @@ func TestIntegrationAllowListAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var allowed, refusedName, refusedPort bool
+	var allowed, refusedName, refusedPort, refusedHost bool
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -98,9 +106,11 @@ func TestIntegrationAllowListAudited(t *testing.T) {
 			refusedName = true
 		case e.Proto == "tcp" && e.Decision == netguard.Deny && e.Reason == netguard.ReasonPort && e.Host == "allowed.test" && int(e.Port) == other:
 			refusedPort = true
+		case e.Proto == "tcp" && e.Decision == netguard.Deny && e.Reason == netguard.ReasonHTTPHost && strings.Contains(e.Detail, fronted):
+			refusedHost = true
 		}
 	}
-	if !allowed || !refusedName || !refusedPort {
-		t.Errorf("audit log %s: allowed connection %v, refused name %v, refused port %v; want net records of all three", log, allowed, refusedName, refusedPort)
+	if !allowed || !refusedName || !refusedPort || !refusedHost {
+		t.Errorf("audit log %s: allowed connection %v, refused name %v, refused port %v, refused Host %v; want net records of all four", log, allowed, refusedName, refusedPort, refusedHost)
 	}
 }

@@ -40,7 +40,8 @@ func NetworkEnforcement(b Backend, sb *spec.Sandbox) string {
 		return SeatbeltNetwork
 	}
 	return "allow list enforced by cordon's own network stack: a tun device in the sandbox's network namespace; " +
-		"DNS answered for allowed names only, each TCP connection checked (pinned address, port, TLS server name, HTTP Host) before it is dialled; other UDP and ICMP refused"
+		"DNS answered for allowed names only, each TCP connection checked (pinned address and port before it is dialled; then the TLS server name, " +
+		"every HTTP/1.x request's target and Host, read strictly, or an SSH client's first line; anything else refused unless a tcp:// entry opens the port); other UDP and ICMP refused"
 }
 
 // SeatbeltNetwork says how macOS enforces an allow list, for explain,

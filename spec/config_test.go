@@ -608,6 +608,15 @@ func TestNormalizeAllow(t *testing.T) {
 		{"user@a.com", "", "not host[:port]"},
 		{strings.Repeat("a", 64) + ".com", "", "label"},
 		{strings.Repeat("a.", 130) + "com", "", "253"},
+		{"tcp://GitHub.com:22", "tcp://github.com:22", ""},
+		{"TCP://*.Example.com:5432", "tcp://*.example.com:5432", ""},
+		{"tcp://github.com", "", "needs a port, as in tcp://github.com:22"},
+		{"tcp://10.0.0.1:22", "", "never read; write 10.0.0.1:22 without tcp://"},
+		{"tcp://[::1]:22", "", "never read"},
+		{"tcp://tcp://a.com:1", "", "tcp:// twice"},
+		{"tcp://a.com:22/x", "", "not host[:port]"},
+		{"tcp://", "", "not host[:port]"},
+		{"udp://a.com:1", "", "not host[:port] or tcp://host:port"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -622,6 +631,29 @@ func TestNormalizeAllow(t *testing.T) {
 				t.Errorf("normalizeAllow(%q) = %q, %q; want %q", tt.in, got, prob, tt.want)
 			}
 		})
+	}
+}
+
+// TestAllowCoversTCP: a tcp:// entry (bytes unread) is wider than the same
+// host and port read by the guard, so a worker gets one only from a parent
+// that has it.
+func TestAllowCoversTCP(t *testing.T) {
+	for _, tt := range []struct {
+		parent, child string
+		want          bool
+	}{
+		{"tcp://a.com:22", "tcp://a.com:22", true},
+		{"tcp://a.com:22", "a.com:22", true},
+		{"tcp://*.a.com:22", "tcp://x.a.com:22", true},
+		{"a.com:22", "tcp://a.com:22", false},
+		{"a.com", "tcp://a.com:22", false},
+		{"*.a.com", "tcp://x.a.com:22", false},
+		{"tcp://a.com:22", "a.com:23", false},
+		{"tcp://a.com:22", "a.com", false},
+	} {
+		if got := allowCovers(tt.parent, tt.child); got != tt.want {
+			t.Errorf("allowCovers(%q, %q) = %v; want %v", tt.parent, tt.child, got, tt.want)
+		}
 	}
 }
 

@@ -381,7 +381,7 @@ func (d *decoder) network(n *yaml.Node, field string) (Network, bool) {
 	for _, e := range raw {
 		norm, problem := normalizeAllow(e.s)
 		if problem != "" {
-			d.fail(e.field, e.line, problem, `write host[:port]: "github.com", "github.com:443", "*.pypi.org", "10.0.0.1:8080", "[::1]:8080"`)
+			d.fail(e.field, e.line, problem, `write host[:port]: "github.com", "github.com:443", "*.pypi.org", "10.0.0.1:8080", "[::1]:8080", or tcp://host:port for a port that carries another protocol than TLS, HTTP/1.x or SSH: "tcp://db.example.com:5432"`)
 			ok = false
 			continue
 		}

@@ -316,7 +316,7 @@ func (dv *deriver) network(req *Network) {
 	for i, a := range req.Allow {
 		norm, prob := normalizeAllow(a)
 		if prob != "" {
-			dv.invalid(index("sandbox.network.allow", i), prob, `write host[:port]: "github.com:443", "*.pypi.org"`)
+			dv.invalid(index("sandbox.network.allow", i), prob, `write host[:port]: "github.com:443", "*.pypi.org", or tcp://host:port: "tcp://db.example.com:5432"`)
 			return
 		}
 		want.Allow = append(want.Allow, norm)

@@ -104,7 +104,9 @@ type Network struct {
 	// Enabled gives the sandbox network access.
 	Enabled bool
 	// Allow, when not empty, restricts network access to these
-	// "host[:port]" patterns ("*.pypi.org", "github.com:443").
+	// "host[:port]" patterns ("*.pypi.org", "github.com:443"), and
+	// "tcp://host:port" ones for a port whose bytes the guard forwards
+	// unread ("tcp://db.example.com:5432").
 	Allow []string
 }
 

@@ -115,7 +115,7 @@ func dirProblem(p string) string {
 }
 
 // normalizeAllow checks one network allow entry and returns it in canonical
-// form (lower-case host), or a problem.
+// form (lower-case host; tcp:// lower-case), or a problem.
 func normalizeAllow(e string) (string, string) {
 	if e == "" {
 		return "", "is empty"
@@ -123,8 +123,11 @@ func normalizeAllow(e string) (string, string) {
 	if strings.IndexByte(e, 0) >= 0 {
 		return "", "contains a NUL byte"
 	}
+	if len(e) > len(tcpScheme) && strings.EqualFold(e[:len(tcpScheme)], tcpScheme) {
+		return normalizeTCPAllow(e)
+	}
 	if strings.Contains(e, "://") || strings.ContainsAny(e, "/?#@ ") {
-		return "", fmt.Sprintf("%q is not host[:port] (no scheme, path, user or spaces)", e)
+		return "", fmt.Sprintf("%q is not host[:port] or tcp://host:port (no other scheme, no path, user or spaces)", e)
 	}
 	host, port := e, ""
 	if strings.HasPrefix(e, "[") {
@@ -166,6 +169,33 @@ func normalizeAllow(e string) (string, string) {
 	return host, ""
 }
 
+// tcpScheme starts an allow entry for a port that carries a protocol
+// the network guard does not read (ssh on another port, a database, a
+// custom protocol): its bytes pass unread.
+const tcpScheme = "tcp://"
+
+// normalizeTCPAllow checks a tcp://host:port entry: a host name (or
+// *.domain) and a port, both required; an address is refused, since a
+// connection to an allowed address is never read anyway.
+func normalizeTCPAllow(e string) (string, string) {
+	rest := e[len(tcpScheme):]
+	norm, prob := normalizeAllow(rest)
+	switch {
+	case prob != "":
+		return "", fmt.Sprintf("%q: %s", e, prob)
+	case strings.HasPrefix(norm, tcpScheme):
+		return "", fmt.Sprintf("%q: tcp:// twice", e)
+	}
+	host, port := splitAllow(norm)
+	if port == "" {
+		return "", fmt.Sprintf("%q: a tcp:// entry needs a port, as in tcp://%s:22 (the guard then forwards that port's bytes unread)", e, host)
+	}
+	if _, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return "", fmt.Sprintf("%q: a connection to an allowed address is never read; write %s without tcp://", e, norm)
+	}
+	return tcpScheme + norm, ""
+}
+
 // hostProblem checks a lower-case host name or IPv4 address, with an
 // optional leading "*." wildcard label.
 func hostProblem(host string) string {
@@ -205,6 +235,13 @@ func hostProblem(host string) string {
 // allowCovers reports whether the parent allow entry p admits every
 // destination that the child entry c admits. Both are in canonical form.
 func allowCovers(p, c string) bool {
+	// A tcp:// entry is wider than the same host and port read by the
+	// guard: it covers it, and only a tcp:// entry covers a tcp:// one.
+	p, pRaw := strings.CutPrefix(p, tcpScheme)
+	c, cRaw := strings.CutPrefix(c, tcpScheme)
+	if cRaw && !pRaw {
+		return false
+	}
 	ph, pp := splitAllow(p)
 	ch, cp := splitAllow(c)
 	if pp != "" && pp != cp {
@@ -345,7 +382,7 @@ func checkNormalized(sb *Sandbox) error {
 	}
 	for i, a := range sb.Network.Allow {
 		if norm, prob := normalizeAllow(a); prob != "" || norm != a {
-			bad(index("sandbox.network.allow", i), fmt.Sprintf("%q is not a canonical host[:port]", a))
+			bad(index("sandbox.network.allow", i), fmt.Sprintf("%q is not a canonical host[:port] or tcp://host:port", a))
 		}
 	}
 	l := sb.Limits

@@ -64,7 +64,8 @@ func runProxyConnect(t *testing.T, env []string, stdin []byte, args ...string) c
 
 func TestProxyConnectRelaysAllowedHostByteExact(t *testing.T) {
 	h := nettest.NewHost(t, "allowed.test", "other.test")
-	pl := startTestProxy(t, h, fmt.Sprintf("allowed.test:%d", h.EchoPort))
+	// The echo port carries a protocol the proxy does not read: tcp://.
+	pl := startTestProxy(t, h, fmt.Sprintf("tcp://allowed.test:%d", h.EchoPort))
 	// Every byte value, more than one buffer's worth.
 	payload := bytes.Repeat([]byte{0, 1, 2, 0xff, '\r', '\n', 'S', 'S', 'H'}, 40000)
 	r := runProxyConnect(t, pl.Env(), payload, "allowed.test", fmt.Sprint(h.EchoPort))
@@ -147,6 +148,34 @@ func TestProxyConnectGitOverSSH(t *testing.T) {
 	}
 	if evs := pl.closeEvents(); len(evs) != 1 || evs[0].Decision != netguard.Deny {
 		t.Fatalf("events: %+v; want one denial", evs)
+	}
+}
+
+// TestProxyConnectGitOverSSHReachesAnAllowedHost: git over ssh through
+// the proxy reaches an allowed name's ssh server with a plain rule (no
+// tcp://): the proxy reads the client's identification line strictly and
+// passes the rest, both ways.
+func TestProxyConnectGitOverSSHReachesAnAllowedHost(t *testing.T) {
+	if _, err := exec.LookPath("ssh"); err != nil {
+		t.Skip("no ssh client")
+	}
+	h := nettest.NewHost(t, "allowed.test")
+	s := h.ServeSSH(t, 0)
+	pl := startTestProxy(t, h, fmt.Sprintf("allowed.test:%d", s.Port))
+	cmd := exec.Command("git", "ls-remote", fmt.Sprintf("ssh://git@allowed.test:%d/repo.git", s.Port))
+	cmd.Env = append(pl.Env(), "HOME="+t.TempDir(), "PATH="+os.Getenv("PATH"),
+		"GIT_SSH_COMMAND=ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ProxyCommand='"+cordonBin+" proxy-connect %h %p'")
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), s.Text) {
+		t.Fatalf("git: %s\nwant the server's %q", out, s.Text)
+	}
+	if ident, msg := s.Seen(); !strings.HasPrefix(ident, "SSH-2.0-OpenSSH") || msg != 20 {
+		t.Fatalf("the server read %q and a packet of type %d; want OpenSSH's line and its KEXINIT (20)", ident, msg)
+	}
+	for _, e := range pl.closeEvents() {
+		if e.Decision == netguard.Deny {
+			t.Fatalf("a denial: %+v", e)
+		}
 	}
 }
 

@@ -37,6 +37,13 @@ const (
 	ReasonUpstream      = "upstream_failed"
 	ReasonDNSUnanswered = "dns_type_unsupported"
 	ReasonTooMany       = "too_many_connections"
+	// ReasonHTTPMalformed: an HTTP request the guard does not parse
+	// strictly (RFC 9112), after a first one it did.
+	ReasonHTTPMalformed = "http_request_malformed"
+	// ReasonProtocol: a connection by name whose first bytes are neither
+	// a TLS ClientHello, an HTTP/1.x request nor an SSH identification
+	// line, on a port no tcp:// rule opens.
+	ReasonProtocol = "protocol_not_read"
 )
 
 // Event is one decision of the guard: a DNS question, a TCP connection or

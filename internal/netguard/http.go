@@ -14,21 +14,28 @@ import (
 	"time"
 )
 
-// emptyLines reads the empty lines a client may send before a request
-// (servers skip them), to be forwarded with the request once it is
-// allowed; it returns an error at the end of the stream.
+// emptyLines reads the empty lines (CR LF, or a bare LF) a client may send
+// before a request (servers skip them), to be forwarded with the request
+// once it is allowed; it returns io.EOF at the end of the stream, and a
+// headError for a CR that does not end a line.
 func emptyLines(br *bufio.Reader) ([]byte, error) {
 	var lines []byte
 	for {
 		b, err := br.Peek(1)
 		if err != nil {
-			return nil, err
+			return nil, io.EOF
 		}
-		if b[0] != '\r' && b[0] != '\n' {
+		switch {
+		case b[0] == '\n':
+		case b[0] == '\r':
+			if b, err := br.Peek(2); err != nil || b[1] != '\n' {
+				return nil, headError("a CR that does not end a line")
+			}
+		default:
 			return lines, nil
 		}
 		if len(lines) >= maxHead {
-			return nil, errors.New("too many empty lines")
+			return nil, headError("too many empty lines")
 		}
 		c, _ := br.ReadByte()
 		lines = append(lines, c)
@@ -37,7 +44,8 @@ func emptyLines(br *bufio.Reader) ([]byte, error) {
 
 // ambiguousFraming says what makes a request head's length ambiguous
 // (both Transfer-Encoding and Content-Length, two different
-// Content-Lengths, a folded header line), or "".
+// Content-Lengths, a folded header line, Transfer-Encoding in HTTP/1.0,
+// which Go's reader ignores and RFC 9112 6.1 calls faulty framing), or "".
 func ambiguousFraming(head []byte) string {
 	lines := strings.Split(string(head), "\n")
 	var cl []string
@@ -59,6 +67,8 @@ func ambiguousFraming(head []byte) string {
 		}
 	}
 	switch {
+	case te && strings.HasSuffix(strings.TrimRight(lines[0], "\r"), " HTTP/1.0"):
+		return "Transfer-Encoding in an HTTP/1.0 request"
 	case te && len(cl) > 0:
 		return "both Transfer-Encoding and Content-Length"
 	case len(cl) > 1:
@@ -71,85 +81,146 @@ func ambiguousFraming(head []byte) string {
 	return ""
 }
 
-// httpLoop checks the Host of every request on a plain HTTP connection and
-// forwards each request's bytes as they were sent. A refused request gets
-// a 403 whose body says why, and the connection ends. After a CONNECT or
-// an Upgrade request it returns again: what follows is decided afresh.
-func (c *tcpConn) httpLoop(br *bufio.Reader, up net.Conn, out *atomic.Int64) (again bool, err error) {
+// httpLoop checks every request on a plain HTTP connection, parsed
+// strictly (see readRequestHead and requestName), and forwards each
+// request's bytes as they were sent. A refused request gets a 403 whose
+// body says why, and the connection ends. After a CONNECT or an Upgrade
+// request it returns "connect", or the Upgrade's protocol: what follows is
+// decided afresh. first: nothing has been read of the connection yet.
+func (c *tcpConn) httpLoop(br *bufio.Reader, up net.Conn, out *atomic.Int64, first bool) (next string, err error) {
 	for {
 		lead, err := emptyLines(br)
-		if err != nil {
-			return false, nil
+		if errors.Is(err, io.EOF) {
+			return "", nil
 		}
-		head, err := readHead(br)
-		if err != nil {
-			return false, c.deny(FromHTTP, c.ev.Host, ReasonHTTPHost, fmt.Sprintf("%s: unreadable HTTP request: %v", hostPort(c.ev.Host, c.port), err))
+		var head []byte
+		var h requestHead
+		if b, perr := br.Peek(1); err == nil && perr == nil && !isToken(b[0]) {
+			err = errBinary
 		}
-		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head)))
-		if err != nil {
-			return false, c.deny(FromHTTP, c.ev.Host, ReasonHTTPHost, fmt.Sprintf("%s: unreadable HTTP request: %v", hostPort(c.ev.Host, c.port), err))
+		if err == nil {
+			head, h, err = readRequestHead(br)
 		}
+		if err != nil {
+			return "", c.refuseUnread(br, err, first && len(lead) == 0)
+		}
+		first = false
 		if why := ambiguousFraming(head); why != "" {
 			// The server could read another request where the guard
 			// reads a body, and that request's Host would go unchecked.
-			return false, c.deny(FromHTTP, req.Host, ReasonHTTPFraming, fmt.Sprintf("%s: HTTP request with %s refused: its end is ambiguous", hostPort(c.ev.Host, c.port), why))
+			return "", c.deny(FromHTTP, c.ev.Host, ReasonHTTPFraming, fmt.Sprintf("%s: HTTP request with %s refused: its end is ambiguous", hostPort(c.ev.Host, c.port), why))
 		}
-		host := req.Host
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
+		host, err := requestName(h)
+		if err != nil {
+			return "", c.refuseHTTP(br, c.ev.Host, ReasonHTTPHost, fmt.Sprintf("%s: HTTP request refused: %v", hostPort(c.ev.Host, c.port), err))
 		}
 		name := normalizeName(host)
 		r, why := nameDecision(c.p.rules, name, c.port)
 		if r.Text == "" {
 			if name == "" {
-				why = fmt.Sprintf("HTTP Host %q is not an allowed host name; allowed: %s", req.Host, list(c.p.rules))
+				why = fmt.Sprintf("HTTP Host %q is not an allowed host name; allowed: %s", host, list(c.p.rules))
 			}
-			err := c.deny(FromHTTP, req.Host, ReasonHTTPHost, why)
-			body := "cordon: network_denied: " + why + "\n"
-			_, _ = fmt.Fprintf(c.downConn, "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
-			// Read what the client still sends, so that closing does not
-			// reset the connection before it reads the answer.
-			closeWrite(c.downConn)
-			_ = c.downConn.SetReadDeadline(time.Now().Add(2 * time.Second))
-			_, _ = io.Copy(io.Discard, br)
-			return false, err
+			return "", c.refuseHTTP(br, host, ReasonHTTPHost, why)
+		}
+		// Go's reader for the body's framing (and as a second opinion).
+		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head)))
+		if err != nil {
+			return "", c.refuseHTTP(br, name, ReasonHTTPMalformed, fmt.Sprintf("%s: unreadable HTTP request: %v", hostPort(name, c.port), err))
 		}
 		c.ev.Host, c.ev.HostFrom, c.ev.Rule = name, FromHTTP, r.Text
 		n, err := up.Write(append(lead, head...))
 		out.Add(int64(n))
 		if err != nil {
-			return false, nil
+			return "", nil
 		}
 		if err := forwardBody(br, up, req, out); err != nil {
 			var fe framingError
 			if errors.As(err, &fe) {
 				// The server could read what follows as another request.
-				return false, c.deny(FromHTTP, name, ReasonHTTPFraming, fmt.Sprintf("%s: HTTP request body refused: %v", hostPort(name, c.port), err))
+				return "", c.deny(FromHTTP, name, ReasonHTTPFraming, fmt.Sprintf("%s: HTTP request body refused: %v", hostPort(name, c.port), err))
 			}
-			return false, nil
+			return "", nil
 		}
-		if req.Method == http.MethodConnect || req.Header.Get("Upgrade") != "" {
-			return true, nil
+		switch {
+		case h.method == http.MethodConnect:
+			return "connect", nil
+		case h.upgrade != "":
+			if hasToken(h.upgrade, "websocket") {
+				return "websocket", nil
+			}
+			return "upgrade", nil
 		}
 	}
 }
 
-// readHead reads one request head, through the blank line.
-func readHead(br *bufio.Reader) ([]byte, error) {
-	var head []byte
+// refuseUnread refuses bytes the guard could not read as a request: on a
+// connection's first flight, as a protocol the guard does not read (a
+// tcp:// rule would let it through); later, as a malformed request. A
+// client whose first byte no request line starts with gets no answer.
+func (c *tcpConn) refuseUnread(br *bufio.Reader, err error, first bool) error {
+	where := hostPort(c.ev.Host, c.port)
+	var he headError
+	switch {
+	case errors.Is(err, errH2):
+		return c.refuseHTTP(br, c.ev.Host, ReasonHTTPHost, fmt.Sprintf("%s: %v", where, err))
+	case !errors.As(err, &he):
+		// The client closed before a whole request.
+		return c.deny(FromHTTP, c.ev.Host, ReasonHTTPMalformed, fmt.Sprintf("%s: an incomplete HTTP request: %v", where, err))
+	case first && errors.Is(err, errBinary):
+		return c.deny(FromAddr, c.ev.Host, ReasonProtocol, fmt.Sprintf("%s: the first bytes are neither a TLS ClientHello, an HTTP/1.x request nor an SSH identification line; %s", where, c.tcpHint()))
+	case first:
+		return c.refuseHTTP(br, c.ev.Host, ReasonProtocol, fmt.Sprintf("%s: the first bytes are neither a TLS ClientHello, an HTTP/1.x request nor an SSH identification line (%v); %s", where, err, c.tcpHint()))
+	}
+	return c.refuseHTTP(br, c.ev.Host, ReasonHTTPMalformed, fmt.Sprintf("%s: malformed HTTP request refused: %v", where, err))
+}
+
+// errBinary: a byte that no request line starts with (not a token).
+var errBinary = headError("a byte that no HTTP request line starts with")
+
+// refuseHTTP records a denial and answers it with a 403 whose body says
+// why.
+func (c *tcpConn) refuseHTTP(br *bufio.Reader, host, reason, why string) error {
+	err := c.deny(FromHTTP, host, reason, why)
+	body := "cordon: network_denied: " + why + "\n"
+	_, _ = fmt.Fprintf(c.downConn, "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	// Read what the client still sends, so that closing does not reset
+	// the connection before it reads the answer.
+	closeWrite(c.downConn)
+	_ = c.downConn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_, _ = io.Copy(io.Discard, br)
+	return err
+}
+
+// readTrailers reads a chunked body's trailer fields through the blank
+// line, as strictly as a head's fields.
+func readTrailers(br *bufio.Reader) ([]byte, error) {
+	var t []byte
 	for {
 		line, err := br.ReadSlice('\n')
-		head = append(head, line...)
+		if errors.Is(err, bufio.ErrBufferFull) || len(t)+len(line) > maxHead {
+			return nil, framingError("trailers too large")
+		}
 		if err != nil {
 			return nil, err
 		}
-		if len(head) > maxHead {
-			return nil, errors.New("request head too large")
+		t = append(t, line...)
+		if string(line) == "\r\n" || string(line) == "\n" {
+			return t, nil
 		}
-		if len(line) <= 2 && strings.TrimRight(string(line), "\r\n") == "" {
-			return head, nil
+		if _, _, err := parseField(line); err != nil {
+			return nil, framingError(fmt.Sprintf("trailer refused: %v", err))
 		}
 	}
+}
+
+// hasToken reports whether a comma-separated list holds token t.
+func hasToken(list, t string) bool {
+	for _, x := range strings.Split(list, ",") {
+		if strings.TrimSpace(x) == t {
+			return true
+		}
+	}
+	return false
 }
 
 // forwardBody copies one request body as sent: Content-Length bytes, or
@@ -175,7 +246,7 @@ func forwardBody(br *bufio.Reader, up io.Writer, req *http.Request, out *atomic.
 			}
 			if n == 0 {
 				// Trailers, through the blank line.
-				t, err := readHead(br)
+				t, err := readTrailers(br)
 				if err != nil {
 					return err
 				}

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -61,41 +59,69 @@ func closeWrite(c net.Conn) {
 // errDenied ends a connection that a check refused; the event is recorded.
 var errDenied = errors.New("netguard: denied")
 
+// clientToServer decides what the client sends, and forwards it. A
+// connection admitted by an address rule or a tcp:// rule is not read.
+// Any other is read and fails closed: its first flight must be a TLS
+// ClientHello naming an allowed host, an HTTP/1.x request (every request
+// on the connection, parsed strictly) with an allowed host, or an SSH
+// client's identification line; anything else is refused.
 func (c *tcpConn) clientToServer(br *bufio.Reader, up net.Conn, out *atomic.Int64) error {
-	byName := c.addrRule.Text == ""
+	if r, ok := c.unread(); ok {
+		c.ev.Rule = r.Text
+		return copyRest(br, up, out)
+	}
+	after := ""
 	for {
 		first, err := br.Peek(1)
 		if err != nil {
 			return nil
 		}
-		kind := kindRaw
 		switch {
 		case first[0] == 0x16:
-			if err := c.checkTLS(br, up, out, byName); err != nil {
+			if err := c.checkTLS(br, up, out); err != nil {
 				return err
 			}
-		case byName:
-			// A connection to an allowed address is not read: any name
-			// may be asked of it.
-			kind = firstLine(br)
-		}
-		switch kind {
-		case kindH2:
-			return c.deny(FromAddr, c.ev.Host, ReasonHTTPHost, fmt.Sprintf("%s: HTTP/2 without TLS hides the host name; use https or HTTP/1.1", hostPort(c.ev.Host, c.port)))
-		case kindHTTP:
-			again, err := c.httpLoop(br, up, out)
-			if err != nil || !again {
+			return copyRest(br, up, out)
+		case after == "websocket" && webSocketFrame(br):
+			return copyRest(br, up, out)
+		case startsSSH(br):
+			if err := c.checkSSH(br, up, out); err != nil {
 				return err
 			}
-			// After CONNECT or an Upgrade the client may speak anything,
-			// HTTP or TLS included (the server may not have taken it):
-			// decided as a new connection's first bytes are.
-			continue
+			return copyRest(br, up, out)
 		}
-		n, _ := io.Copy(up, br)
-		out.Add(n)
-		return nil
+		next, err := c.httpLoop(br, up, out, after == "")
+		if err != nil || next == "" {
+			return err
+		}
+		// After CONNECT or an Upgrade the client may speak anything (the
+		// server may not have taken it): decided as a first flight is,
+		// with WebSocket frames too after an Upgrade to websocket.
+		after = next
 	}
+}
+
+// unread returns the rule under which a connection is not read: the
+// address rule that admitted it, or a tcp:// rule for one of the names
+// its address was pinned for, on its port.
+func (c *tcpConn) unread() (Rule, bool) {
+	if c.addrRule.Text != "" {
+		return c.addrRule, true
+	}
+	for _, n := range c.names {
+		for _, r := range c.p.rules {
+			if r.Raw && r.matchName(n) && r.portOK(c.port) {
+				return r, true
+			}
+		}
+	}
+	return Rule{}, false
+}
+
+func copyRest(br *bufio.Reader, up net.Conn, out *atomic.Int64) error {
+	n, _ := io.Copy(up, br)
+	out.Add(n)
+	return nil
 }
 
 // deny records a denial of this connection.
@@ -105,29 +131,27 @@ func (c *tcpConn) deny(from, host, reason, detail string) error {
 	return errDenied
 }
 
-// checkTLS reads the ClientHello, checks its server name and forwards it.
-// A connection made by name must name an allowed host for this port; one
-// made to an allowed address may name anything or nothing.
-func (c *tcpConn) checkTLS(br *bufio.Reader, up net.Conn, out *atomic.Int64, byName bool) error {
+// checkTLS reads the ClientHello, checks that its server name is an
+// allowed host for this port, and forwards it.
+func (c *tcpConn) checkTLS(br *bufio.Reader, up net.Conn, out *atomic.Int64) error {
 	var seen bytes.Buffer
 	sni, ok := serverName(io.TeeReader(io.LimitReader(br, maxHead), &seen))
 	where := hostPort(c.dst.String(), c.port)
 	switch {
-	case !ok && byName:
+	case !ok:
 		return c.deny(FromSNI, c.ev.Host, ReasonNoSNI, where+": the TLS ClientHello could not be read")
-	case byName && sni == "":
+	case sni == "":
 		return c.deny(FromSNI, "", ReasonNoSNI, fmt.Sprintf("%s: TLS without a server name is allowed only to an address in the allow list %s", where, list(c.p.rules)))
-	case byName:
-		name := normalizeName(sni)
-		if r, why := nameDecision(c.p.rules, name, c.port); r.Text == "" {
-			if name == "" {
-				why = fmt.Sprintf("TLS server name %q is not a host name", sni)
-			}
-			return c.deny(FromSNI, sni, ReasonSNI, why)
-		} else {
-			c.ev.Host, c.ev.HostFrom, c.ev.Rule = name, FromSNI, r.Text
-		}
 	}
+	name := normalizeName(sni)
+	r, why := nameDecision(c.p.rules, name, c.port)
+	if r.Text == "" {
+		if name == "" {
+			why = fmt.Sprintf("TLS server name %q is not a host name", sni)
+		}
+		return c.deny(FromSNI, sni, ReasonSNI, why)
+	}
+	c.ev.Host, c.ev.HostFrom, c.ev.Rule = name, FromSNI, r.Text
 	n, err := up.Write(seen.Bytes())
 	out.Add(int64(n))
 	return err
@@ -160,84 +184,3 @@ func (s *sniffConn) SetReadDeadline(time.Time) error  { return nil }
 func (s *sniffConn) SetWriteDeadline(time.Time) error { return nil }
 func (s *sniffConn) LocalAddr() net.Addr              { return &net.TCPAddr{} }
 func (s *sniffConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
-
-// httpMethods are the methods whose request line is HTTP even without a
-// version (HTTP/0.9's "GET /"); any other method token followed by a
-// target and a version is HTTP too, as servers accept any token.
-var httpMethods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "CONNECT", "TRACE", "PROPFIND"}
-
-// What a client speaks, from its first line.
-const (
-	kindUndecided = iota
-	kindRaw
-	kindHTTP
-	kindH2
-)
-
-// firstLine decides what the client of a connection made by name speaks,
-// from its first bytes: it holds them (fail closed) until classify can
-// tell, so that a request line split across writes is still seen whole. A
-// first line still undecided at maxHead bytes is HTTP (servers accept
-// longer request lines), and its head is then refused as too large.
-func firstLine(br *bufio.Reader) int {
-	for {
-		b, _ := br.Peek(br.Buffered())
-		k := classify(b)
-		switch {
-		case k != kindUndecided:
-			return k
-		case len(b) >= maxHead:
-			return kindHTTP
-		}
-		if _, err := br.Peek(len(b) + 1); err != nil {
-			return kindRaw
-		}
-	}
-}
-
-// classify decides from a client's first bytes: empty lines (which
-// servers skip), then a method token, a space and a line with an HTTP
-// version anywhere in it (or a known method: HTTP/0.9) is HTTP; "PRI" is
-// HTTP/2's preface; a first byte that no token begins, a token followed
-// by anything but a space, or a control byte in the line is something
-// else; the rest is undecided until the line ends.
-func classify(b []byte) int {
-	i := 0
-	for i < len(b) && (b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	start := i
-	for i < len(b) && isToken(b[i]) {
-		i++
-	}
-	if i == len(b) {
-		return kindUndecided
-	}
-	if i == start || b[i] != ' ' && b[i] != '\t' {
-		return kindRaw
-	}
-	method, line := string(b[start:i]), b[i:]
-	end := bytes.IndexByte(line, '\n')
-	if end >= 0 {
-		line = line[:end]
-	}
-	for _, ch := range line {
-		if ch < 0x20 && ch != '\t' && ch != '\r' || ch == 0x7f {
-			return kindRaw
-		}
-	}
-	switch {
-	case method == "PRI":
-		return kindH2
-	case end < 0:
-		return kindUndecided
-	case bytes.Contains(bytes.ToUpper(line), []byte(" HTTP/")) || slices.Contains(httpMethods, method):
-		return kindHTTP
-	}
-	return kindRaw
-}
-
-// isToken reports whether ch may be in an HTTP method (RFC 9110's tchar).
-func isToken(ch byte) bool {
-	return ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", ch) >= 0
-}

@@ -14,7 +14,9 @@ import (
 )
 
 // Rule is one entry of an allow list, as the spec's canonical form writes
-// it: host[:port], *.host[:port], a.b.c.d[:port] or [v6][:port].
+// it: host[:port], *.host[:port], a.b.c.d[:port] or [v6][:port], or
+// tcp://host:port and tcp://*.host:port for a port that carries a protocol
+// the guard does not read.
 type Rule struct {
 	// Text is the entry as written in the allow list.
 	Text string
@@ -27,6 +29,10 @@ type Rule struct {
 	Addr netip.Addr
 	// Port is the allowed TCP port; 0 allows every port.
 	Port uint16
+	// Raw: a tcp:// rule. A connection to its name and port is not read
+	// (as one to an allowed address is not): its bytes pass as sent. Any
+	// site that shares the name's address can be reached through it.
+	Raw bool
 }
 
 // ParseRules reads an allow list in the spec's canonical form.
@@ -44,6 +50,9 @@ func ParseRules(allow []string) ([]Rule, error) {
 
 func parseRule(e string) (Rule, error) {
 	r := Rule{Text: e}
+	if rest, ok := strings.CutPrefix(e, "tcp://"); ok {
+		r.Raw, e = true, rest
+	}
 	host, port := e, ""
 	if strings.HasPrefix(e, "[") {
 		end := strings.IndexByte(e, ']')
@@ -65,8 +74,14 @@ func parseRule(e string) (Rule, error) {
 		if a.Zone() != "" {
 			return r, fmt.Errorf("allow entry %q: an address with a zone cannot be allowed", e)
 		}
+		if r.Raw {
+			return r, fmt.Errorf("allow entry %q: a connection to an allowed address is never read; write %s without tcp://", r.Text, e)
+		}
 		r.Addr = a.Unmap()
 		return r, nil
+	}
+	if r.Raw && r.Port == 0 {
+		return r, fmt.Errorf("allow entry %q: a tcp:// rule needs a port, as in tcp://%s:22", r.Text, e)
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	if rest, ok := strings.CutPrefix(host, "*."); ok {

@@ -343,9 +343,29 @@ func (h *Host) URL(scheme, name string) string {
 	return fmt.Sprintf("%s://%s:%d/", scheme, name, p)
 }
 
-// Allow is the allow list of name on the servers' three ports.
+// Allow is the allow list of name on the servers' three ports: HTTP and
+// HTTPS, which the guard reads, and the echo port as tcp:// (a protocol
+// it does not read, whose bytes pass as sent).
 func (h *Host) Allow(name string) []string {
-	return []string{fmt.Sprintf("%s:%d", name, h.HTTPPort), fmt.Sprintf("%s:%d", name, h.HTTPSPort), fmt.Sprintf("%s:%d", name, h.EchoPort)}
+	return []string{fmt.Sprintf("%s:%d", name, h.HTTPPort), fmt.Sprintf("%s:%d", name, h.HTTPSPort), fmt.Sprintf("tcp://%s:%d", name, h.EchoPort)}
+}
+
+// Listen opens a TCP listener on the host's address (in its namespace, as
+// root), on port (0: an ephemeral one); the test's cleanup closes it.
+func (h *Host) Listen(t testing.TB, port int) net.Listener {
+	t.Helper()
+	l := h.listen(t, "tcp", port).(net.Listener)
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// Command is a command that runs where the host's servers run: in its
+// namespace as root (ip netns exec), in the test's own otherwise.
+func (h *Host) Command(args ...string) *exec.Cmd {
+	if h.inNS {
+		return exec.Command("ip", append([]string{"netns", "exec", h.NS}, args...)...)
+	}
+	return exec.Command(args[0], args[1:]...)
 }
 
 // ServeGit makes a bare repository repo.git with one commit of files and
