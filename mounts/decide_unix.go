@@ -21,35 +21,6 @@ import (
 // `cordon check` and Files.Check) runs it without acting, so the two
 // cannot answer differently.
 
-// rules are the file tools' inputs to package decide: their pattern
-// decision, their uid, and no core.worktree (the broker resolves one in
-// the sandbox's view; the tools refuse it, fail closed).
-func (t *Table) rules() decide.Rules {
-	return decide.Rules{Refuse: t.refuseChange, UID: os.Geteuid()}
-}
-
-// refuseChange is the tools' pattern decision on the sandbox path p, as
-// the broker's policy answers it: "deny PATH" or "protect PATH", or "".
-func (t *Table) refuseChange(p string) string {
-	h := ""
-	if e := t.lookup(p); e != nil {
-		h = hostOf(e, p)
-	}
-	if m := matchUnder(p, t.denyS); m != "" {
-		return "deny " + m
-	}
-	if m := matchUnder(h, t.denyH); h != "" && m != "" {
-		return "deny " + m
-	}
-	if m := matchUnder(p, t.protectS); m != "" {
-		return "protect " + m
-	}
-	if m := matchUnder(h, t.protectH); h != "" && m != "" {
-		return "protect " + m
-	}
-	return ""
-}
-
 // shapeError is a refusal by package decide.
 func (t *Table) shapeError(rule string) error {
 	return &PathError{Err: ErrReadOnly, Rule: RuleProtect, Allowed: t.WritableRoots(), where: rule}

@@ -6,73 +6,84 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"strings"
+
+	"github.com/cordon-run/cordon/internal/decide"
 )
 
-// gitdirTarget resolves the gitdir a ".git" file at the resolved sandbox
-// path file names, as git and the kernel take it: relative to the file's
-// directory, every symbolic link followed and ".." applied after it (the
-// walk), never cleaned first. A gitdir with ".." after a name is refused
-// (git writes none, and the name could become a link later), and so is one
-// that goes through a symbolic link (git writes real paths); one that does
-// not exist yet is taken only when every missing place on it is one the
-// sandbox can never write (protect or deny), so that no link can appear
-// there.
-func (t *Table) gitdirTarget(op, orig, file, target string) (string, error) {
-	if target == "" || strings.ContainsAny(target, "\n\x00") {
-		return "", fmt.Errorf("a gitdir that is not one path")
+// The file tools ask package decide what the Linux broker asks for the
+// sandbox's processes, with their own inputs: their pattern decision
+// (refuseChange), their uid, and their walk as the resolver of the paths
+// git reads from what is written (a ".git" file's gitdir, a config's
+// core.worktree), so that both writers give the same verdict.
+
+// rules are the file tools' inputs to package decide.
+func (t *Table) rules() decide.Rules {
+	return decide.Rules{Refuse: t.refuseChange, UID: os.Geteuid(), Resolve: t.resolveGit}
+}
+
+// refuseChange is the tools' pattern decision on the sandbox path p, as
+// the broker's policy answers it: "deny PATH" or "protect PATH", or "".
+func (t *Table) refuseChange(p string) string {
+	h := ""
+	if e := t.lookup(p); e != nil {
+		h = hostOf(e, p)
 	}
-	if dotDotAfterName(target) {
-		return "", fmt.Errorf("a gitdir with \"..\" after a name (%s): git never writes one", target)
+	if m := matchUnder(p, t.denyS); m != "" {
+		return "deny " + m
 	}
-	if !strings.HasPrefix(target, "/") {
-		target = path.Dir(file) + "/" + target
+	if m := matchUnder(h, t.denyH); h != "" && m != "" {
+		return "deny " + m
 	}
-	r, err := t.walk(op, orig, target, true)
+	if m := matchUnder(p, t.protectS); m != "" {
+		return "protect " + m
+	}
+	if m := matchUnder(h, t.protectH); h != "" && m != "" {
+		return "protect " + m
+	}
+	return ""
+}
+
+// resolveGit is the tools' decide.Resolver: the absolute sandbox path p
+// resolved by the walk, as the kernel in the sandbox resolves it (every
+// symbolic link followed and ".." applied after it, never cleaned first;
+// ".." after a missing name or a file fails), with how many of its last
+// names do not exist yet on the host's side.
+func (t *Table) resolveGit(p string) (decide.Resolved, error) {
+	r, err := t.walk("resolve", p, p, true)
+	var pe *PathError
+	if errors.As(err, &pe) {
+		// Only the reason: decide's refusal names the path, and the
+		// tool's error the writable places.
+		if pe.Rule != "" && pe.Rule != RuleDeny {
+			return decide.Resolved{}, fmt.Errorf("%w (%s)", pe.Err, pe.Rule)
+		}
+		return decide.Resolved{}, pe.Err
+	}
 	if err != nil {
-		return "", fmt.Errorf("its gitdir %s does not resolve: %w", target, err)
+		return decide.Resolved{}, err
 	}
-	// With no ".." after a name, the leading ones climb real directories:
-	// the lexical form is where the path leads unless a link was followed.
-	// git writes real paths, and a link could be turned elsewhere later.
-	if path.Clean(target) != r.sandbox {
-		return "", fmt.Errorf("its gitdir %s goes through a symlink to %s", target, r.sandbox)
-	}
-	// The first missing name, from the host's side of the resolution.
-	var missing []string
+	out := decide.Resolved{Path: r.sandbox}
 	for s, h := r.sandbox, r.host; s != "/" && s != r.e.Target; s, h = path.Dir(s), path.Dir(h) {
 		_, err := os.Lstat(h)
 		if err == nil {
 			break
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("its gitdir %s: %w", r.sandbox, err)
+			return decide.Resolved{}, fmt.Errorf("%s: %w", s, err)
 		}
-		missing = append(missing, s)
+		out.Missing++
 	}
-	for _, q := range missing {
-		var pe *PathError
-		if err := t.Check(q, true); !errors.As(err, &pe) || !(pe.Err == ErrReadOnly && pe.Rule == RuleProtect || pe.Err == ErrDenied) {
-			return "", fmt.Errorf("its gitdir %s does not exist, and %s could still become a symlink", r.sandbox, q)
-		}
-	}
-	return r.sandbox, nil
+	return out, nil
 }
 
-// dotDotAfterName reports whether the path p has ".." after a name
-// ("a/..").
-func dotDotAfterName(p string) bool {
-	named := false
-	for _, c := range strings.Split(p, "/") {
-		switch c {
-		case "", ".":
-		case "..":
-			if named {
-				return true
-			}
-		default:
-			named = true
-		}
+// checkGitFile refuses what decide.GitFile refuses: a ".git" file whose
+// redirect ("gitdir: DIR") points git at a directory whose hooks, config
+// or commondir no deny or protect rule holds, as the Linux broker refuses
+// it for the sandbox's processes.
+func (t *Table) checkGitFile(op, p string, r resolution, content string) error {
+	if err := decide.GitFile(t.rules(), r.sandbox, []byte(content)); err != nil {
+		return &PathError{Op: op, Path: p, Err: ErrReadOnly, Rule: RuleProtect, Allowed: t.WritableRoots(),
+			where: "a .git file from the sandbox: " + err.Error()}
 	}
-	return false
+	return nil
 }

@@ -3,6 +3,7 @@ package mounts
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cordon-run/cordon/spec"
@@ -41,5 +42,37 @@ func TestWriteGitLinkKernelPath(t *testing.T) {
 		if err := os.Remove(f.p("ws/sub/.git")); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestWriteWorktreeKernelPath is finding 3 of issue 21 for the write
+// tool: a core.worktree in a config the tools write into a repository
+// shape in a .git directory is decided by package decide on the tools'
+// walk, as the broker decides it on the kernel's: inside the checkout
+// and outside its .git, with no ".." after a name and no symlink on the
+// way. A refused config is not written.
+func TestWriteWorktreeKernelPath(t *testing.T) {
+	f := newFixture(t, spec.SystemNone)
+	mkTree(t, f.base, "dir ws/.git/lib/objects", "dir ws/.git/lib/refs", "file ws/.git/lib/HEAD ref:",
+		"dir ws/lib", "dir ws/outside/deep", "symlink ws/lnk outside/deep", "symlink ws/inlnk lib")
+	tab := f.table(t)
+	cfg := ".git/lib/config"
+	for _, val := range []string{
+		"../../lnk/..",     // ".." after a name
+		"../../lnk",        // through a symlink (out of the checkout's own tree)
+		"../../inlnk",      // through a symlink, even to a place inside
+		"../../..",         // outside the checkout
+		"../../.git/hooks", // in .git
+		"../../missing",    // a symlink could appear there later
+	} {
+		err := tab.Write(cfg, "[core]\n\tworktree = "+val+"\n")
+		wantErr(t, err, ErrReadOnly)
+		if err != nil && !strings.Contains(err.Error(), "core.worktree") {
+			t.Errorf("%s: refused without naming core.worktree: %v", val, err)
+		}
+		assertMissing(t, filepath.Join(f.ws, cfg))
+	}
+	if err := tab.Write(cfg, "[core]\n\tworktree = ../../lib\n"); err != nil {
+		t.Errorf("a core.worktree inside the checkout: %v", err)
 	}
 }

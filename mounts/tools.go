@@ -1,7 +1,6 @@
 package mounts
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -118,7 +117,7 @@ func (t *Table) Write(path, content string) error {
 	if err := t.checkSize("write", path, r, int64(len(content))); err != nil {
 		return err
 	}
-	if err := t.checkGitLink("write", path, r, content); err != nil {
+	if err := t.checkGitFile("write", path, r, content); err != nil {
 		return err
 	}
 	if testHookBeforeOpen != nil {
@@ -386,32 +385,3 @@ func fileMount(e *Entry) bool {
 }
 
 func notFile(why string) error { return &PathError{Err: ErrNotFile, Rule: why} }
-
-// checkGitLink refuses a ".git" file whose redirect ("gitdir: DIR") points
-// git at a directory whose hooks, config or commondir no deny or protect
-// rule holds, as the Linux broker refuses it for the sandbox's processes:
-// the sandbox could fill that directory with a hook for the host's next
-// git to run.
-func (t *Table) checkGitLink(op, p string, r resolution, content string) error {
-	if path.Base(r.sandbox) != ".git" || !strings.HasPrefix(content, "gitdir: ") {
-		return nil
-	}
-	// git strips only the line ends; the path is resolved as the kernel
-	// resolves it, never cleaned first (see gitdirTarget).
-	target := strings.TrimRight(strings.TrimPrefix(content, "gitdir: "), "\r\n")
-	g, err := t.gitdirTarget(op, p, r.sandbox, target)
-	if err != nil {
-		return &PathError{Op: op, Path: p, Err: ErrReadOnly, Rule: RuleProtect, Allowed: t.WritableRoots(),
-			where: "a .git file whose gitdir is refused: " + err.Error()}
-	}
-	for _, f := range []string{"hooks", "config", "commondir"} {
-		err := t.Check(g+"/"+f, true)
-		var pe *PathError
-		if errors.As(err, &pe) && (pe.Err == ErrReadOnly && pe.Rule == RuleProtect || pe.Err == ErrDenied) {
-			continue
-		}
-		return &PathError{Op: op, Path: p, Err: ErrReadOnly, Rule: RuleProtect, Allowed: t.WritableRoots(),
-			where: "a .git file pointing git at " + g + ", whose " + f + " no rule protects"}
-	}
-	return nil
-}

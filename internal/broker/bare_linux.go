@@ -20,15 +20,7 @@ const bareRule = decide.ShapeRule
 
 // rules are the broker's inputs to the decisions of package decide.
 func (b *Broker) rules() decide.Rules {
-	return decide.Rules{Refuse: b.policy.Refuse, Wrote: b.git.wroteEntry, UID: unix.Geteuid(), Worktree: b.worktreeRule()}
-}
-
-// worktreeRule decides a core.worktree in a config the sandbox writes:
-// resolved as the kernel does in the sandbox's root (checkWorktree), and
-// refused while the broker has no root to resolve in.
-func (b *Broker) worktreeRule() func(val, cfg string) error {
-	resolve := b.rootResolver()
-	return func(val, cfg string) error { return checkWorktree(val, cfg, resolve) }
+	return decide.Rules{Refuse: b.policy.Refuse, Wrote: b.git.wroteEntry, UID: unix.Geteuid(), Resolve: b.rootResolver()}
 }
 
 // dirAt is the directory l's name is made in, for package decide; its

@@ -3,7 +3,6 @@ package broker
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"os"
 	"path"
 	"strings"
@@ -42,61 +41,6 @@ func gitConfigName(p string) bool {
 	return path.Base(p) == "config" && (path.Base(path.Dir(p)) == ".git" || strings.Contains(p, "/.git/modules/"))
 }
 
-// checkWorktree allows a core.worktree (git submodule writes one into a
-// submodule's gitdir, .git/modules/NAME/config) only inside the checkout
-// that holds the config's first ".git" directory, and never in a ".git"
-// there: otherwise the host's next checkout in that repository would write
-// its files elsewhere (into a hooks directory, or outside the workspace).
-// It is decided where git takes it: git changes into the config's
-// directory and then into the value, so the value is resolved from there
-// by resolve (the kernel's walk in the sandbox's root: "lnk/.." is the
-// parent of lnk's target), never cleaned first. A value with ".." after a
-// name is refused outright (git writes none; the name could become a
-// symlink later), and so is one that does not resolve or that goes
-// through a symlink (git writes a real path; a link could be turned
-// elsewhere later); nil resolve refuses every value.
-func checkWorktree(val, cfg string, resolve func(string) (string, error)) error {
-	i := strings.Index(cfg, "/.git/")
-	if i < 0 || val == "" || strings.ContainsAny(val, "\x00\n") {
-		return fmt.Errorf("a core.worktree for a config outside a .git directory")
-	}
-	if dotDotAfterName(val) {
-		return fmt.Errorf("core.worktree %s has \"..\" after a name: git never writes one", val)
-	}
-	if resolve == nil {
-		return fmt.Errorf("core.worktree %s cannot be resolved in the sandbox here", val)
-	}
-	top := cfg[:i]
-	if top == "" {
-		top = "/"
-	}
-	w := val
-	if !strings.HasPrefix(w, "/") {
-		w = path.Dir(cfg) + "/" + w
-	}
-	lexical := w
-	w, err := resolve(w)
-	if err != nil {
-		return fmt.Errorf("core.worktree %s: %w", val, err)
-	}
-	if !symlinkFree(lexical, w) {
-		return fmt.Errorf("core.worktree %s goes through a symlink to %s: git writes real paths, and a link could be turned elsewhere later", val, w)
-	}
-	rest, ok := strings.CutPrefix(w, strings.TrimSuffix(top, "/")+"/")
-	if w == top {
-		rest, ok = "", true
-	}
-	if !ok {
-		return fmt.Errorf("core.worktree %s is %s, outside %s, the checkout the repository belongs to", val, w, top)
-	}
-	for _, part := range strings.Split(rest, "/") {
-		if part == ".git" {
-			return fmt.Errorf("core.worktree %s lies in a .git directory", w)
-		}
-	}
-	return nil
-}
-
 // renameGitConfig performs rename(from, to) where to is a guarded git
 // config: only for a new one or one the broker wrote, only with content
 // decide.GitConfig takes, and through a copy the command never held.
@@ -117,7 +61,7 @@ func (b *Broker) renameGitConfig(op string, from, to loc) result {
 	if err != nil {
 		return fail(err)
 	}
-	if err := decide.GitConfig(data, to.path, b.worktreeRule()); err != nil {
+	if err := decide.GitConfig(data, to.path, b.rootResolver()); err != nil {
 		b.deny(op, to.path, decide.ConfigRule+err.Error()+")")
 		return fail(unix.EACCES)
 	}

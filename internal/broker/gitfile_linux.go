@@ -3,7 +3,6 @@ package broker
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"os"
 	"path"
@@ -12,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/internal/decide"
 )
 
 // A ".git" that is a file ("gitdir: PATH") or a symlink sends git to
@@ -53,22 +54,6 @@ func gitProbeSymlink(p, target string) bool {
 	}
 	to := path.Dir(p) + "/" + target
 	return strings.Contains(to, "/.git/modules/") || strings.Contains(to, "/.git/worktrees/")
-}
-
-// gitRedirectPlace reports whether a symlink at p could send git
-// elsewhere: a ".git" name, or a place at or below a ".git" directory's
-// modules or worktrees (whose entries are gitdirs). git's own probe of the
-// file system (a symlink .git/tXXXXXX, removed at once) is not one.
-func gitRedirectPlace(p string) bool {
-	if gitLinkName(p) {
-		return true
-	}
-	for _, d := range []string{"/.git/modules", "/.git/worktrees"} {
-		if strings.HasSuffix(p, d) || strings.Contains(p, d+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // pendingGitFile is a ".git" file the command is writing, not yet
@@ -176,7 +161,7 @@ func (b *Broker) publishGitFiles(final bool) {
 	defer b.gitFiles.mu.Unlock()
 	keep := b.gitFiles.pending[:0]
 	for _, p := range b.gitFiles.pending {
-		data := make([]byte, 4097)
+		data := make([]byte, decide.MaxGitFile+1)
 		n, err := unix.Pread(p.fd, data, 0)
 		if err != nil {
 			n = 0
@@ -207,7 +192,7 @@ func gitFileComplete(data []byte) bool {
 	if len(data) < len(pre) {
 		return !strings.HasPrefix(pre, string(data))
 	}
-	return !strings.HasPrefix(string(data), pre) || strings.IndexByte(string(data), '\n') >= 0 || len(data) > 4096
+	return !strings.HasPrefix(string(data), pre) || strings.IndexByte(string(data), '\n') >= 0 || len(data) > decide.MaxGitFile
 }
 
 func (b *Broker) publishGitFile(p *pendingGitFile, data []byte) {
@@ -222,49 +207,13 @@ func (b *Broker) publishGitFile(p *pendingGitFile, data []byte) {
 	_ = b.writeOwnCopy(p.dir, p.name, data, p.mode)
 }
 
-// checkGitFile decides the content of the ".git" file at p: a redirect
-// ("gitdir: DIR") only to a directory whose hooks, config and commondir
-// are guarded (a submodule's gitdir in .git/modules, the main
-// repository's .git/worktrees), resolved in the sandbox's root as the
-// kernel resolves it (see kernelPath).
+// checkGitFile decides the content of the ".git" file at p by
+// decide.GitFile, its gitdir resolved in root (the writer's) as the kernel
+// resolves it (kernelPath).
 func (b *Broker) checkGitFile(root int, p string, data []byte) error {
-	s := string(data)
-	if !strings.HasPrefix(s, "gitdir: ") {
-		return nil // git reads no redirect from it
-	}
-	if len(data) > 4096 {
-		return fmt.Errorf("a gitdir line longer than 4096 bytes")
-	}
-	// git strips only the line ends: the path is the rest, spaces and all.
-	target := strings.TrimRight(strings.TrimPrefix(s, "gitdir: "), "\r\n")
-	if target == "" || strings.ContainsAny(target, "\n\x00") {
-		return fmt.Errorf("a gitdir that is not one path")
-	}
-	if dotDotAfterName(target) {
-		return fmt.Errorf("a gitdir with \"..\" after a name (%s): git never writes one, and where it leads can change", target)
-	}
-	if !strings.HasPrefix(target, "/") {
-		target = path.Dir(p) + "/" + target
-	}
-	// Where git would really go: resolved in the sandbox's root as the
-	// kernel does, never cleaned first ("y/.." with y a symlink is the
-	// parent of y's target). A gitdir that does not exist yet is decided
-	// only where no symlink can appear on its missing part.
-	g, err := kernelPath(root, target, func(q string) bool {
-		return gitRedirectPlace(q) || b.policy.Refuse(q) != ""
-	})
-	if err != nil {
-		return fmt.Errorf("its gitdir: %w", err)
-	}
-	if !symlinkFree(target, g) {
-		return fmt.Errorf("its gitdir %s goes through a symlink to %s: git writes real paths, and a link could be turned elsewhere later", target, g)
-	}
-	for _, f := range []string{"hooks", "config", "commondir"} {
-		if b.policy.Refuse(g+"/"+f) == "" {
-			return fmt.Errorf("it points git at %s, whose %s no rule guards", g, f)
-		}
-	}
-	return nil
+	r := b.rules()
+	r.Resolve = resolverIn(root)
+	return decide.GitFile(r, p, data)
 }
 
 // writeOwnCopy writes data to a new file of the broker's in dir and
@@ -298,7 +247,7 @@ func (b *Broker) writeOwnCopy(dir int, name string, data []byte, mode uint32) er
 // from a regular file: its content is decided as a ".git" file's and a
 // copy of the broker's takes the name.
 func (b *Broker) renameGitFile(c *call, op string, from, to loc) result {
-	data, mode, err := readRenamed(from, 4097)
+	data, mode, err := readRenamed(from, decide.MaxGitFile+1)
 	if err != nil {
 		return fail(err)
 	}

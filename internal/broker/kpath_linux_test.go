@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/internal/decide"
 )
 
 // buildTree makes the entries below dir: "dir a", "file a/b",
@@ -45,46 +47,37 @@ func hostRoot(t *testing.T) int {
 	return root
 }
 
+// TestKernelPath: the broker's resolver for package decide follows
+// symlinks and applies ".." after them, as the kernel does, and reports
+// how much of a path is missing; decide says whether that part may be.
 func TestKernelPath(t *testing.T) {
 	w := t.TempDir()
 	buildTree(t, w, "dir evil/inner", "dir .git/modules", "symlink .git/y {}/evil/inner",
 		"symlink rel evil/inner", "symlink dangling {}/nowhere", "file plain")
 	root := hostRoot(t)
-	fixed := func(q string) bool { return strings.Contains(q, "/.git/modules/") }
 	for _, tc := range []struct {
 		p, want string // want "" for a refusal
+		missing int
 	}{
-		{w + "/.git/y/..", w + "/evil"},
-		{w + "/rel/../..", w},
-		{w + "/.git/y/../../.git", w + "/.git"},
-		{w + "/.git/modules/lib", w + "/.git/modules/lib"}, // missing, in a fixed place
-		{w + "/.git/modules/lib/modules/sub", w + "/.git/modules/lib/modules/sub"},
-		{w + "/.git/y/../modules/lib", ""},       // missing below evil: a name there may become a link
-		{w + "/.git/modules/lib/../../evil", ""}, // ".." after a missing name
-		{w + "/dangling/.git/modules/x", ""},     // through a dangling symlink
-		{w + "/plain/x", ""},                     // ENOTDIR
-		{w + "/newdir/.git/modules/x", ""},       // newdir may become a link
+		{w + "/.git/y/..", w + "/evil", 0},
+		{w + "/rel/../..", w, 0},
+		{w + "/.git/y/../../.git", w + "/.git", 0},
+		{w + "/.git/modules/lib", w + "/.git/modules/lib", 1},
+		{w + "/.git/modules/lib/modules/sub", w + "/.git/modules/lib/modules/sub", 3},
+		{w + "/.git/y/../modules/lib", w + "/evil/modules/lib", 2},
+		{w + "/.git/modules/lib/../../evil", "", 0}, // ".." after a missing name
+		{w + "/dangling/.git/modules/x", "", 0},     // through a dangling symlink
+		{w + "/plain/x", "", 0},                     // ENOTDIR
 	} {
-		got, err := kernelPath(root, tc.p, fixed)
+		got, err := kernelPath(root, tc.p)
 		if tc.want == "" {
 			if err == nil {
-				t.Errorf("kernelPath(%s) = %s, want a refusal", tc.p, got)
+				t.Errorf("kernelPath(%s) = %+v, want a refusal", tc.p, got)
 			}
 			continue
 		}
-		if err != nil || got != tc.want {
-			t.Errorf("kernelPath(%s) = %q, %v; want %s", tc.p, got, err, tc.want)
-		}
-	}
-}
-
-func TestDotDotAfterName(t *testing.T) {
-	for p, want := range map[string]bool{
-		"../.git/modules/lib": false, "../../../lib": false, "/w/.git/worktrees/wt": false,
-		"../.git/y/..": true, "a/../b": true, "/w/x/../y": true, "./../x": false, "": false,
-	} {
-		if got := dotDotAfterName(p); got != want {
-			t.Errorf("dotDotAfterName(%q) = %v", p, got)
+		if err != nil || got.Path != tc.want || got.Missing != tc.missing {
+			t.Errorf("kernelPath(%s) = %+v, %v; want %s with %d missing", tc.p, got, err, tc.want, tc.missing)
 		}
 	}
 }
@@ -125,14 +118,15 @@ func TestCheckGitFileKernelPath(t *testing.T) {
 }
 
 // TestCheckWorktreeKernelPath is finding 3 of issue 21: core.worktree is
-// decided where git's chdir takes it, from the config's directory.
+// decided (decide.Worktree) on the broker's resolution, where git's chdir
+// takes it, from the config's directory.
 // "../lnk/.." with lnk a symlink out of the checkout leaves it.
 func TestCheckWorktreeKernelPath(t *testing.T) {
 	w := t.TempDir()
 	buildTree(t, w, "dir outside/deep", "dir app/.git/modules/lib", "dir app/lib", "dir app/.git/modules/lib/modules/sub",
 		"dir app/lib/sub", "symlink app/lnk {}/outside/deep", "symlink app/.git/modules/lnk {}/outside/deep", "symlink app/inlnk {}/app/lib")
 	root := hostRoot(t)
-	resolve := func(p string) (string, error) { return kernelPath(root, p, nil) }
+	resolve := resolverIn(root)
 	cfg := w + "/app/.git/modules/lib/config"
 	for _, tc := range []struct {
 		val, cfg string
@@ -153,11 +147,11 @@ func TestCheckWorktreeKernelPath(t *testing.T) {
 		{"../../../missing", cfg, false},
 		{"x", w + "/app/config", false},
 	} {
-		if err := checkWorktree(tc.val, tc.cfg, resolve); (err == nil) != tc.ok {
-			t.Errorf("checkWorktree(%q, %q) = %v, want ok %v", tc.val, tc.cfg, err, tc.ok)
+		if err := decide.Worktree(tc.val, tc.cfg, resolve); (err == nil) != tc.ok {
+			t.Errorf("decide.Worktree(%q, %q) = %v, want ok %v", tc.val, tc.cfg, err, tc.ok)
 		}
 	}
-	if err := checkWorktree("../../../lib", cfg, nil); err == nil {
+	if err := decide.Worktree("../../../lib", cfg, nil); err == nil {
 		t.Error("a core.worktree was taken with no root to resolve it in")
 	}
 }

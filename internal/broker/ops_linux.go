@@ -403,8 +403,8 @@ func (b *Broker) rename(c *call, op string, a [6]uint64, oldArg, newArg int, fla
 			}
 		}
 	}
-	if gitRedirectPlace(to.path) && isSymlink(from) ||
-		flags&unix.RENAME_EXCHANGE != 0 && gitRedirectPlace(from.path) && isSymlink(to) {
+	if decide.RedirectPlace(to.path) && isSymlink(from) ||
+		flags&unix.RENAME_EXCHANGE != 0 && decide.RedirectPlace(from.path) && isSymlink(to) {
 		b.deny(op, to.path, gitSymlinkRule)
 		return fail(unix.EACCES)
 	}
@@ -498,7 +498,7 @@ func (b *Broker) symlink(c *call, op string, targetAddr uint64, dirfd int32, pat
 	if !b.check(op, l.path) {
 		return fail(unix.EACCES)
 	}
-	if gitRedirectPlace(l.path) && !gitProbeSymlink(l.path, target) {
+	if decide.RedirectPlace(l.path) && !gitProbeSymlink(l.path, target) {
 		b.deny(op, l.path, gitSymlinkRule)
 		return fail(unix.EACCES)
 	}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/internal/decide"
 )
 
 // A renamed directory carries what lies below it: the broker walks it, so
@@ -59,12 +61,12 @@ func (b *Broker) walk(op string, root int, top string, fd int, src, dst string, 
 				return false
 			}
 		}
-		if e.Type()&os.ModeSymlink != 0 && gitRedirectPlace(d) {
+		if e.Type()&os.ModeSymlink != 0 && decide.RedirectPlace(d) {
 			b.deny(op, top, gitSymlinkRule+" (which "+d+" would be)")
 			return false
 		}
 		if e.Type().IsRegular() && gitLinkName(d) && s != d {
-			data, err := readAt(fd, e.Name(), 4097)
+			data, err := readAt(fd, e.Name(), decide.MaxGitFile+1)
 			if err != nil {
 				return false
 			}

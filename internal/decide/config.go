@@ -48,8 +48,8 @@ var safeGitKeys = map[string]bool{
 // GitConfig parses the git config that is to be at the sandbox path cfg
 // and refuses anything it cannot read or any key off the list (and a
 // remote URL with a command transport). A core.worktree is decided by
-// worktree (the writer's resolution of it; nil refuses it).
-func GitConfig(data []byte, cfg string, worktree func(val, cfg string) error) error {
+// Worktree, on the writer's resolution of it (nil refuses it).
+func GitConfig(data []byte, cfg string, resolve Resolver) error {
 	section, sub := "", false
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {
@@ -91,10 +91,7 @@ func GitConfig(data []byte, cfg string, worktree func(val, cfg string) error) er
 			return fmt.Errorf("line %d: a remote URL with a command transport", n)
 		}
 		if full == "core.worktree" {
-			if worktree == nil {
-				return fmt.Errorf("line %d: a core.worktree, which this writer does not resolve; set it with git in the sandbox", n)
-			}
-			if err := worktree(strings.Trim(val, "\""), cfg); err != nil {
+			if err := Worktree(strings.Trim(val, "\""), cfg, resolve); err != nil {
 				return fmt.Errorf("line %d: %w", n, err)
 			}
 		}

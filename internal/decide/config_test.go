@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// refuseAll is a writer's core.worktree decision that takes none.
-func refuseAll(string, string) error { return errors.New("no core.worktree") }
+// refuseAll is a writer's resolver that resolves nothing.
+func refuseAll(string) (Resolved, error) { return Resolved{}, errors.New("no resolution here") }
 
 func TestGitConfig(t *testing.T) {
 	ok := "[core]\n\trepositoryformatversion = 0\n\tbare = false\n[remote \"origin\"]\n\turl = /src/repo\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n"

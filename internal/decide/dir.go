@@ -43,9 +43,11 @@ type Rules struct {
 	// UID is the uid the writer acts as: a config of another user's is
 	// refused rather than rewritten as someone else's.
 	UID int
-	// Worktree decides a core.worktree value in the config at the
-	// sandbox path cfg (see GitConfig); nil refuses every one.
-	Worktree func(val, cfg string) error
+	// Resolve resolves a path git reads from a file the sandbox writes
+	// (a gitdir line, a core.worktree) as the kernel does in the
+	// sandbox's root (see GitFile and Worktree); nil refuses every such
+	// path.
+	Resolve Resolver
 }
 
 func (r Rules) refuse(p string) string {

@@ -1,8 +1,10 @@
 // Package decide holds the decisions on what the sandbox may write that a
 // path pattern alone cannot make: the shape of a directory git takes for a
 // repository (HEAD, objects and refs), the content of a git config the
-// sandbox gives a new repository, and git's templates under a protected
-// hooks directory. Every writer asks it: the Linux broker for the
+// sandbox gives a new repository, git's templates under a protected
+// hooks directory, and the places a ".git" file's gitdir and a config's
+// core.worktree send git to (decided on the writer's resolution of them
+// as the kernel's, never a lexical one). Every writer asks it: the Linux broker for the
 // sandbox's processes, the file tools (mounts' Table.Write, behind the MCP
 // write tool and the Go API's Files) and `cordon check` through them, so
 // that no way in plants what another refuses.

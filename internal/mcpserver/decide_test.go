@@ -71,7 +71,7 @@ func TestIntegrationOneDecisionEveryWriter(t *testing.T) {
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			for _, w := range writers {
-				f := newFixture(t, "")
+				f := defaultProtectFixture(t)
 				if row.setup != nil {
 					row.setup(t, f.ws)
 				}
@@ -144,9 +144,72 @@ func decideRows(objects, commit, evil string) []decideRow {
 			}},
 		{name: "a .git file redirecting git to an unguarded directory", path: "sub/.git", content: "gitdir: ../evil\n", checkAllowed: &yes,
 			setup: func(t *testing.T, ws string) { put(t, filepath.Join(ws, "sub", "a.go"), "package a\n") }},
+		{name: "a .git file redirecting git to a submodule's gitdir", path: "sub/.git", content: "gitdir: ../.git/modules/sub\n", allowed: true,
+			setup: func(t *testing.T, ws string) {
+				put(t, filepath.Join(ws, "sub", "a.go"), "package a\n")
+				mkdir(t, filepath.Join(ws, ".git", "modules", "sub"))
+			}},
+		{name: "a .git file redirecting git to a submodule's gitdir not made yet", path: "sub/.git", content: "gitdir: ../.git/modules/sub\n", allowed: true,
+			setup: func(t *testing.T, ws string) { put(t, filepath.Join(ws, "sub", "a.go"), "package a\n") }},
+		{name: "a .git file whose gitdir leaves a symlink with ..", path: "sub/.git", content: "gitdir: ../.git/y/..\n", checkAllowed: &yes,
+			setup: func(t *testing.T, ws string) {
+				put(t, filepath.Join(ws, "sub", "a.go"), "package a\n")
+				mkdir(t, filepath.Join(ws, "evil", "inner"))
+				symlink(t, filepath.Join(ws, "evil", "inner"), filepath.Join(ws, ".git", "y"))
+			}},
+		{name: "a .git file whose gitdir goes through a symlink", path: "sub/.git", content: "gitdir: ../gl\n", checkAllowed: &yes,
+			setup: func(t *testing.T, ws string) {
+				put(t, filepath.Join(ws, "sub", "a.go"), "package a\n")
+				symlink(t, ".git", filepath.Join(ws, "gl"))
+			}},
+		{name: "a gitdir's config with core.worktree in its checkout", path: ".git/lib/config", content: "[core]\n\tworktree = ../../lib\n",
+			allowed: true, checkAllowed: &no, setup: gitdirShape},
+		{name: "a gitdir's config with core.worktree outside its checkout", path: ".git/lib/config", content: "[core]\n\tworktree = ../../..\n",
+			setup: gitdirShape},
+		{name: "a gitdir's config with core.worktree through a symlink", path: ".git/lib/config", content: "[core]\n\tworktree = ../../lnk\n",
+			setup: func(t *testing.T, ws string) { gitdirShape(t, ws); symlink(t, "lib", filepath.Join(ws, "lnk")) }},
 		{name: "a protected hook", path: ".git/hooks/post-checkout", content: "#!/bin/sh\n"},
 		{name: "a denied name", path: ".env", content: "TOKEN=x\n"},
 		{name: "an ordinary file", path: "src/new.go", content: "package main\n", allowed: true},
+	}
+}
+
+// defaultProtectFixture is newFixture with the default protect list, the
+// one a user gets (its submodules' and worktrees' gitdirs guarded, which
+// a gitdir redirect may point at), instead of the fixture's short one.
+func defaultProtectFixture(t *testing.T) fixture {
+	t.Helper()
+	f := newFixture(t, "")
+	b, err := os.ReadFile(f.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const short = "  protect: [.git/hooks, .git/config]\n"
+	if !strings.Contains(string(b), short) {
+		t.Fatalf("the fixture's config has no %q to drop:\n%s", short, b)
+	}
+	writeFile(t, f.config, strings.Replace(string(b), short, "", 1))
+	return f
+}
+
+// gitdirShape makes, in the workspace's .git, a gitdir no pattern
+// covers (HEAD, objects and refs in .git/lib: its config is decided by
+// its content, core.worktree included, by every writer) and the checkout
+// directory lib its core.worktree may name. A submodule's own gitdir,
+// .git/modules/NAME, has a protected config, which the file tools never
+// write.
+func gitdirShape(t *testing.T, ws string) {
+	t.Helper()
+	writeFile(t, filepath.Join(ws, ".git", "lib", "HEAD"), "ref: refs/heads/master\n")
+	mkdir(t, filepath.Join(ws, ".git", "lib", "objects"))
+	mkdir(t, filepath.Join(ws, ".git", "lib", "refs"))
+	mkdir(t, filepath.Join(ws, "lib"))
+}
+
+func mkdir(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
 	}
 }
 
