@@ -53,6 +53,7 @@ var setupSteps = []setupStep{
 var startedSteps = []setupStep{
 	{"cgroup events", (*linuxRun).watchEvents},
 	{"network", (*linuxRun).network},
+	{"deny watch", (*linuxRun).denyWatch},
 }
 
 // preflight refuses what must never be run (a mount source reached through

@@ -1,0 +1,374 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"unsafe"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/spec"
+)
+
+// The deny watcher narrows what a host can show the sandbox under a denied
+// name. A denied path is hidden by a mount over what was there when the
+// sandbox was built; a file the host creates there later, or renames over
+// it (`mv .env.tmp .env`, which detaches the mount over the old file), is
+// not hidden. Without strict_deny reads stay in the kernel, so the
+// supervisor watches, with inotify, the host directories that can receive
+// a denied name, and covers a new match inside the sandbox's mount
+// namespace as it appears (denycover_linux.c), before or while the host
+// writes into it.
+//
+// inotify, not fanotify: fanotify's marks on a whole mount or filesystem
+// (which would reach every ** match without a walk) need CAP_SYS_ADMIN in
+// the initial user namespace, so a rootless run could not have them, and
+// its unprivileged mode offers only inode marks, as inotify does, with
+// events named by file handles that only a privileged process can open.
+//
+// Events: IN_CREATE and IN_MOVED_TO are the moments a name appears (a
+// create, mkdir, link, symlink, mknod, or a rename into the directory);
+// the cover goes over the name at once, so what the host writes into the
+// file afterwards (IN_CLOSE_WRITE) lands under it already. IN_MOVED_FROM
+// of a directory drops the watches below it (their paths are stale); its
+// IN_MOVED_TO elsewhere walks it again. IN_Q_OVERFLOW walks everything
+// again. IN_IGNORED forgets a watch the kernel dropped.
+
+// denyWatchLimit bounds the directories one sandbox's watcher watches
+// (inotify's per-user default is 8,192 watches on older kernels): a **
+// pattern is walked breadth first from its literal prefix, so the
+// shallowest directories are watched first, and a directory found beyond
+// the bound is not.
+const denyWatchLimit = 4096
+
+// denyWatchMask are the events a watched directory reports.
+const denyWatchMask = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM |
+	unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
+
+// watchedDir is one sandbox directory a watch stands for, and its host
+// path (several when the sandbox shows one host directory at several
+// paths).
+type watchedDir struct{ sandbox, host string }
+
+// denyWatcher watches one sandbox's deny paths (see above).
+type denyWatcher struct {
+	sb     *spec.Sandbox
+	rules  []spec.Rule
+	texts  []string
+	starts []string
+	in     *os.File
+	fd     int // in's descriptor: Fd() would make in blocking, and Close could not end a read
+	cov    *denyCoverer
+	fail   func(error)
+
+	mu     sync.Mutex // the maps, between the walk at start and the loop
+	wds    map[int32][]watchedDir
+	byPath map[string]int32
+	full   bool
+	done   chan struct{}
+}
+
+// newDenyWatcher returns the watcher of sb's deny entries (aliases
+// included), or nil when sb has none or strict_deny holds them.
+func newDenyWatcher(sb *spec.Sandbox) *denyWatcher {
+	if sb.StrictDeny || len(sb.Deny) == 0 {
+		return nil
+	}
+	sb = spec.WithAliases(sb)
+	w := &denyWatcher{sb: sb, wds: map[int32][]watchedDir{}, byPath: map[string]int32{}, done: make(chan struct{})}
+	seen := map[string]bool{}
+	for _, d := range sb.Deny {
+		w.rules = append(w.rules, spec.CompileRule(d))
+		w.texts = append(w.texts, d)
+		start := filepath.Dir(d)
+		if spec.IsPattern(d) {
+			start = spec.LiteralPrefix(d)
+		}
+		if !seen[start] {
+			seen[start] = true
+			w.starts = append(w.starts, start)
+		}
+	}
+	return w
+}
+
+// start watches and covers what appeared since the sandbox was built, in
+// the namespaces of the sandbox's init pid, then follows the host's
+// changes until stop. fail is called (once) when a new match cannot be
+// covered: the caller ends the sandbox.
+func (w *denyWatcher) start(pid int, fail func(error)) error {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("inotify (fs.inotify.max_user_instances; or set strict_deny: true): %w", err)
+	}
+	w.fd, w.in = fd, os.NewFile(uintptr(fd), "deny-watch")
+	if w.cov, err = startDenyCoverer(pid); err != nil {
+		w.in.Close()
+		return fmt.Errorf("the deny cover helper: %w", err)
+	}
+	var once sync.Once
+	w.fail = func(err error) { once.Do(func() { fail(err) }) }
+	if err := w.walkAll(); err != nil {
+		w.in.Close()
+		w.cov.close()
+		return err
+	}
+	go w.loop()
+	return nil
+}
+
+// denyWatch starts the deny watcher of the run's sandbox, when it has deny
+// paths and no strict_deny: a started step, so the walk has covered what
+// the host made since the build before the command runs. A match that
+// cannot be covered later ends the sandbox.
+func (run *linuxRun) denyWatch() error {
+	w := newDenyWatcher(run.eff)
+	if w == nil {
+		return nil
+	}
+	pid, err := run.lp.Pid()
+	if err != nil {
+		return fmt.Errorf("the sandbox's init: %w", err)
+	}
+	c := run.container
+	err = w.start(pid, func(err error) {
+		logrus.WithError(err).Error("a denied path the host made mid-run could not be hidden; ending the sandbox")
+		killAll(c)
+	})
+	if err != nil {
+		return err
+	}
+	run.onEnd(w.stop)
+	return nil
+}
+
+// stop ends the watcher and its helper.
+func (w *denyWatcher) stop() {
+	w.in.Close()
+	<-w.done
+	w.cov.close()
+}
+
+func (w *denyWatcher) walkAll() error {
+	for _, s := range w.starts {
+		// From the deepest directory that exists: the path below it
+		// appears later, and its events lead the walk there.
+		for {
+			h, ok := spec.HostPath(w.sb, s)
+			if !ok {
+				break
+			}
+			if fi, err := os.Lstat(h); err == nil && fi.IsDir() {
+				if err := w.walk(s); err != nil {
+					return err
+				}
+				break
+			}
+			if s == "/" {
+				break
+			}
+			s = filepath.Dir(s)
+		}
+	}
+	return nil
+}
+
+// matched returns the deny entry that holds sandbox path p, or "".
+func (w *denyWatcher) matched(p string) string {
+	for i := range w.rules {
+		if w.rules[i].MatchUnder(p) {
+			return w.texts[i]
+		}
+	}
+	return ""
+}
+
+// reaches reports whether a deny entry may match something below the
+// sandbox directory p.
+func (w *denyWatcher) reaches(p string) bool {
+	for _, t := range w.texts {
+		if spec.MayMatchBelow(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// walk watches the sandbox directory root and, breadth first, every
+// directory below it that a deny entry may reach, and covers every match
+// it finds there. The watch is added before a directory is read, so a name
+// made meanwhile is either read or reported.
+func (w *denyWatcher) walk(root string) error {
+	queue := []string{root}
+	for len(queue) > 0 {
+		d := queue[0]
+		queue = queue[1:]
+		host, ok := spec.HostPath(w.sb, d)
+		if !ok || !w.watch(d, host) {
+			continue
+		}
+		entries, err := os.ReadDir(host)
+		if err != nil {
+			continue // gone or unreadable: nothing the host shows there now
+		}
+		for _, e := range entries {
+			p := filepath.Join(d, e.Name())
+			if w.matched(p) != "" {
+				if err := w.cover(p); err != nil {
+					return err
+				}
+				continue
+			}
+			if e.IsDir() && w.reaches(p) {
+				queue = append(queue, p)
+			}
+		}
+	}
+	return nil
+}
+
+// watch adds the inotify watch of sandbox directory d (host path host) and
+// reports whether d is watched.
+func (w *denyWatcher) watch(d, host string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.byPath[d]; !ok && len(w.byPath) >= denyWatchLimit {
+		if !w.full {
+			w.full = true
+			logrus.WithField("dir", d).Warnf("deny watch: more than %d directories; a denied name the host makes below this one "+
+				"is not covered until the run ends (strict_deny: true holds it)", denyWatchLimit)
+		}
+		return false
+	}
+	wd, err := unix.InotifyAddWatch(w.fd, host, denyWatchMask)
+	if err != nil {
+		logrus.WithError(err).WithField("dir", host).Debug("deny watch")
+		return false
+	}
+	id := int32(wd)
+	w.byPath[d] = id
+	for _, x := range w.wds[id] {
+		if x.sandbox == d {
+			return true
+		}
+	}
+	w.wds[id] = append(w.wds[id], watchedDir{d, host})
+	return true
+}
+
+// cover covers sandbox path p in the sandbox if the host shows a file
+// there that the sandbox sees uncovered.
+func (w *denyWatcher) cover(p string) error {
+	host, ok := spec.HostPath(w.sb, p)
+	if !ok {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(host, &st); err != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return nil // gone (its replacement has an event of its own), or a symlink, which names another path
+	}
+	status, err := w.cov.cover(p, st.Dev, st.Ino)
+	if err != nil {
+		return fmt.Errorf("%w: %s (deny %s): %w", errDenyWatch, p, w.matched(p), err)
+	}
+	if status == denyCovered {
+		logrus.WithField("path", p).Debug("deny watch: covered a file the host made")
+	}
+	return nil
+}
+
+// loop reads the watcher's events until stop closes its descriptor.
+func (w *denyWatcher) loop() {
+	defer close(w.done)
+	buf := make([]byte, 64*1024)
+	for {
+		n, err := w.in.Read(buf)
+		if err != nil {
+			if !errors.Is(err, os.ErrClosed) && !errors.Is(err, fs.ErrClosed) {
+				w.fail(fmt.Errorf("%w: read events: %w", errDenyWatch, err))
+			}
+			return
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+			if err := w.event(ev.Wd, ev.Mask, cString(name)); err != nil {
+				w.fail(err)
+			}
+		}
+	}
+}
+
+func cString(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+// event handles one inotify event.
+func (w *denyWatcher) event(wd int32, mask uint32, name string) error {
+	switch {
+	case mask&unix.IN_Q_OVERFLOW != 0:
+		logrus.Debug("deny watch: events lost, walking again")
+		return w.walkAll()
+	case mask&unix.IN_IGNORED != 0:
+		w.forget(wd)
+		return nil
+	}
+	w.mu.Lock()
+	dirs := append([]watchedDir(nil), w.wds[wd]...)
+	w.mu.Unlock()
+	for _, d := range dirs {
+		p := filepath.Join(d.sandbox, name)
+		switch {
+		case mask&unix.IN_MOVED_FROM != 0:
+			if mask&unix.IN_ISDIR != 0 {
+				w.unwatchBelow(p)
+			}
+		case w.matched(p) != "":
+			if err := w.cover(p); err != nil {
+				return err
+			}
+		case mask&unix.IN_ISDIR != 0 && w.reaches(p):
+			if err := w.walk(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// forget drops a watch the kernel removed (its directory is gone).
+func (w *denyWatcher) forget(wd int32) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, d := range w.wds[wd] {
+		if w.byPath[d.sandbox] == wd {
+			delete(w.byPath, d.sandbox)
+		}
+	}
+	delete(w.wds, wd)
+}
+
+// unwatchBelow removes the watches of sandbox directory p and of those
+// below it: p was renamed away, so their paths no longer name them.
+func (w *denyWatcher) unwatchBelow(p string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for d, wd := range w.byPath {
+		if d == p || (len(d) > len(p) && d[:len(p)] == p && d[len(p)] == '/') {
+			delete(w.byPath, d)
+			delete(w.wds, wd)
+			_, _ = unix.InotifyRmWatch(w.fd, uint32(wd))
+		}
+	}
+}
