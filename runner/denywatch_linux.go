@@ -39,12 +39,14 @@ import (
 // IN_MOVED_TO elsewhere walks it again. IN_Q_OVERFLOW walks everything
 // again. IN_IGNORED forgets a watch the kernel dropped.
 
-// denyWatchLimit bounds the directories one sandbox's watcher watches
-// (inotify's per-user default is 8,192 watches on older kernels): a **
-// pattern is walked breadth first from its literal prefix, so the
+// denyWatchLimit bounds the directories one sandbox's watcher watches: a
+// ** pattern is walked breadth first from its literal prefix, so the
 // shallowest directories are watched first, and a directory found beyond
-// the bound is not.
-const denyWatchLimit = 4096
+// the bound, or once the user's inotify watches run out
+// (fs.inotify.max_user_watches), is not: a denied name the host makes
+// below it is readable until the run ends, as without the watcher. A
+// watch costs the kernel about a kilobyte.
+const denyWatchLimit = 16384
 
 // denyWatchMask are the events a watched directory reports.
 const denyWatchMask = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM |
@@ -240,12 +242,17 @@ func (w *denyWatcher) watch(d, host string) bool {
 	if _, ok := w.byPath[d]; !ok && len(w.byPath) >= denyWatchLimit {
 		if !w.full {
 			w.full = true
-			logrus.WithField("dir", d).Warnf("deny watch: more than %d directories; a denied name the host makes below this one "+
+			logrus.WithField("dir", d).Warnf("deny watch: more than %d directories; a denied name the host makes in this one "+
 				"is not covered until the run ends (strict_deny: true holds it)", denyWatchLimit)
 		}
 		return false
 	}
 	wd, err := unix.InotifyAddWatch(w.fd, host, denyWatchMask)
+	if errors.Is(err, unix.ENOSPC) && !w.full {
+		w.full = true
+		logrus.WithField("dir", d).Warn("deny watch: the user's inotify watches ran out (fs.inotify.max_user_watches); a denied name the host makes " +
+			"below this directory is not covered until the run ends (strict_deny: true holds it)")
+	}
 	if err != nil {
 		logrus.WithError(err).WithField("dir", host).Debug("deny watch")
 		return false

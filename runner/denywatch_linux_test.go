@@ -259,11 +259,12 @@ func mustNotBeMountedHere(t *testing.T, dir string) {
 }
 
 // TestIntegrationDenyWindowSession: a warm session's watcher lives as long
-// as the session. A file the host creates under a deny pattern, and a
-// directory it creates at a denied path that was missing at start, long
-// after the session started and between two execs, are covered: the next
-// exec waits until a read is refused, then every read is refused and the
-// content never shows after that.
+// as the session. Between two execs the host creates a file under a deny
+// pattern in new directories, creates a directory at a denied path that
+// was missing at start, moves in a directory from elsewhere that holds a
+// match, and renames away the parent of a denied path and makes it anew
+// with the secret inside: each is covered. The next exec waits until the
+// reads are refused, then every read is refused and no content shows.
 func TestIntegrationDenyWindowSession(t *testing.T) {
 	sb := newSandbox(t)
 	ws := sb.Root
@@ -284,15 +285,37 @@ func TestIntegrationDenyWindowSession(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "conf/secrets/key"), []byte("DIRSECRET\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	script := `until ! cat a/b/.env >/dev/null 2>&1; do :; done
-until ! cat conf/secrets/key >/dev/null 2>&1; do :; done
-for i in 1 2 3; do cat a/b/.env conf/secrets/key; ls conf/secrets; done; echo end`
+	// A directory from outside the sandbox, moved in whole.
+	outside := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(outside, "proj/deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "proj/deep/.env"), []byte("MOVEDSECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(outside, "proj"), filepath.Join(ws, "proj")); err != nil {
+		t.Fatal(err)
+	}
+	// The parent of the denied conf/secrets renamed away, and made anew.
+	if err := os.Rename(filepath.Join(ws, "conf"), filepath.Join(ws, "conf.old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ws, "conf/secrets"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "conf/secrets/key"), []byte("NEWDIRSECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := `for f in a/b/.env conf/secrets/key proj/deep/.env; do until ! cat $f >/dev/null 2>&1; do :; done; done
+for i in 1 2 3; do cat a/b/.env conf/secrets/key proj/deep/.env; ls conf/secrets; done; echo end`
 	o := execIn(t, s, runner.ExecRequest{Args: sh(script)})
-	if strings.Contains(o.stdout, "SESSIONSECRET") || strings.Contains(o.stdout, "DIRSECRET") || !strings.HasSuffix(o.stdout, "end\n") {
+	if strings.Contains(o.stdout, "SECRET") || !strings.HasSuffix(o.stdout, "end\n") {
 		t.Fatalf("a covered path showed its content, or the exec did not finish: %q %q", o.stdout, o.stderr)
 	}
-	if !strings.Contains(o.stderr, "a/b/.env: Permission denied") {
-		t.Fatalf("want the read of a/b/.env refused: %q", o.stderr)
+	for _, f := range []string{"a/b/.env", "proj/deep/.env"} {
+		if !strings.Contains(o.stderr, f+": Permission denied") {
+			t.Fatalf("want the read of %s refused: %q", f, o.stderr)
+		}
 	}
 	mustNotBeMountedHere(t, ws)
 }
