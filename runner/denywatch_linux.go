@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -60,8 +62,7 @@ type watchedDir struct{ sandbox, host string }
 // denyWatcher watches one sandbox's deny paths (see above).
 type denyWatcher struct {
 	sb     *spec.Sandbox
-	rules  []spec.Rule
-	texts  []string
+	rules  []denyRule
 	starts []string
 	in     *os.File
 	fd     int // in's descriptor: Fd() would make in blocking, and Close could not end a read
@@ -85,8 +86,7 @@ func newDenyWatcher(sb *spec.Sandbox) *denyWatcher {
 	w := &denyWatcher{sb: sb, wds: map[int32][]watchedDir{}, byPath: map[string]int32{}, done: make(chan struct{})}
 	seen := map[string]bool{}
 	for _, d := range sb.Deny {
-		w.rules = append(w.rules, spec.CompileRule(d))
-		w.texts = append(w.texts, d)
+		w.rules = append(w.rules, newDenyRule(d))
 		start := filepath.Dir(d)
 		if spec.IsPattern(d) {
 			start = spec.LiteralPrefix(d)
@@ -180,11 +180,57 @@ func (w *denyWatcher) walkAll() error {
 	return nil
 }
 
-// matched returns the deny entry that holds sandbox path p, or "".
-func (w *denyWatcher) matched(p string) string {
+// denyRule is one deny entry, prepared for the walk, which meets every
+// name below a pattern's literal prefix: most are refused on their last
+// component alone, without building their path.
+type denyRule struct {
+	text  string
+	match spec.Rule
+	// last is the entry's last component ("" when it is "**", which any
+	// name may end).
+	last string
+	// prefix and anyDir: every directory below prefix may hold a match
+	// (the pattern goes on with "**" there).
+	prefix string
+	anyDir bool
+}
+
+func newDenyRule(d string) denyRule {
+	r := denyRule{text: d, match: spec.CompileRule(d), last: path.Base(d)}
+	if r.last == "**" {
+		r.last = ""
+	}
+	if spec.IsPattern(d) {
+		r.prefix = spec.LiteralPrefix(d)
+		rest := strings.TrimPrefix(strings.TrimPrefix(d, r.prefix), "/")
+		r.anyDir = strings.HasPrefix(rest, "**/") || rest == "**"
+	}
+	return r
+}
+
+// nameMay reports whether a name may match the entry's last component.
+func (r *denyRule) nameMay(name string) bool {
+	if r.last == "" || r.last == name {
+		return true
+	}
+	ok, _ := path.Match(r.last, name)
+	return ok
+}
+
+// matched returns the deny entry that holds name in the sandbox directory
+// dir, or "".
+func (w *denyWatcher) matched(dir, name string) string {
+	p := ""
 	for i := range w.rules {
-		if w.rules[i].MatchUnder(p) {
-			return w.texts[i]
+		r := &w.rules[i]
+		if !r.nameMay(name) {
+			continue
+		}
+		if p == "" {
+			p = filepath.Join(dir, name)
+		}
+		if r.match.MatchUnder(p) {
+			return r.text
 		}
 	}
 	return ""
@@ -193,8 +239,12 @@ func (w *denyWatcher) matched(p string) string {
 // reaches reports whether a deny entry may match something below the
 // sandbox directory p.
 func (w *denyWatcher) reaches(p string) bool {
-	for _, t := range w.texts {
-		if spec.MayMatchBelow(t, p) {
+	for i := range w.rules {
+		r := &w.rules[i]
+		if r.anyDir && (p == r.prefix || strings.HasPrefix(p, r.prefix+"/") || r.prefix == "/") {
+			return true
+		}
+		if spec.MayMatchBelow(r.text, p) {
 			return true
 		}
 	}
@@ -214,20 +264,21 @@ func (w *denyWatcher) walk(root string) error {
 		if !ok || !w.watch(d, host) {
 			continue
 		}
-		entries, err := os.ReadDir(host)
+		entries, err := readDirUnsorted(host)
 		if err != nil {
 			continue // gone or unreadable: nothing the host shows there now
 		}
 		for _, e := range entries {
-			p := filepath.Join(d, e.Name())
-			if w.matched(p) != "" {
-				if err := w.cover(p); err != nil {
+			if w.matched(d, e.Name()) != "" {
+				if err := w.cover(filepath.Join(d, e.Name())); err != nil {
 					return err
 				}
 				continue
 			}
-			if e.IsDir() && w.reaches(p) {
-				queue = append(queue, p)
+			if e.IsDir() {
+				if p := filepath.Join(d, e.Name()); w.reaches(p) {
+					queue = append(queue, p)
+				}
 			}
 		}
 	}
@@ -281,7 +332,7 @@ func (w *denyWatcher) cover(p string) error {
 	}
 	status, err := w.cov.cover(p, st.Dev, st.Ino)
 	if err != nil {
-		return fmt.Errorf("%w: %s (deny %s): %w", errDenyWatch, p, w.matched(p), err)
+		return fmt.Errorf("%w: %s (deny %s): %w", errDenyWatch, p, w.matched(filepath.Dir(p), filepath.Base(p)), err)
 	}
 	logrus.WithFields(logrus.Fields{"path": p, "covered": status == denyCovered, "status": status}).Debug("deny watch")
 	return nil
@@ -339,7 +390,7 @@ func (w *denyWatcher) event(wd int32, mask uint32, name string) error {
 			if mask&unix.IN_ISDIR != 0 {
 				w.unwatchBelow(p)
 			}
-		case w.matched(p) != "":
+		case w.matched(d.sandbox, name) != "":
 			if err := w.cover(p); err != nil {
 				return err
 			}
@@ -350,6 +401,17 @@ func (w *denyWatcher) event(wd int32, mask uint32, name string) error {
 		}
 	}
 	return nil
+}
+
+// readDirUnsorted lists directory dir as the kernel returns it (os.ReadDir
+// sorts, which the walk does not need).
+func readDirUnsorted(dir string) ([]os.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
 }
 
 // forget drops a watch the kernel removed (its directory is gone).
