@@ -69,6 +69,12 @@ type denyWatcher struct {
 	cov    *denyCoverer
 	fail   func(error)
 
+	// walked brings the result of the walk prepare started; pending are
+	// the matches it met before the helper existed; looping: loop runs.
+	walked  chan error
+	pending []string
+	looping bool
+
 	mu     sync.Mutex // the maps, between the walk at start and the loop
 	wds    map[int32][]watchedDir
 	byPath map[string]int32
@@ -99,38 +105,68 @@ func newDenyWatcher(sb *spec.Sandbox) *denyWatcher {
 	return w
 }
 
-// start watches and covers what appeared since the sandbox was built, in
-// the namespaces of the sandbox's init pid, then follows the host's
-// changes until stop. fail is called (once) when a new match cannot be
-// covered: the caller ends the sandbox.
-func (w *denyWatcher) start(pid int, fail func(error)) error {
+// prepare opens the watcher's inotify instance and walks in the
+// background while the sandbox's init is set up: the walk adds the watches
+// and notes the matches it meets, which arm covers.
+func (w *denyWatcher) prepare() error {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return fmt.Errorf("inotify (fs.inotify.max_user_instances; or set strict_deny: true): %w", err)
 	}
 	w.fd, w.in = fd, os.NewFile(uintptr(fd), "deny-watch")
+	w.walked = make(chan error, 1)
+	go func() { w.walked <- w.walkAll() }()
+	return nil
+}
+
+// arm starts the cover helper in the namespaces of the sandbox's init pid,
+// covers what the walk found that the sandbox sees uncovered (what the
+// host made since the build), then follows the host's changes until stop.
+// fail is called (once) when a later match cannot be covered: the caller
+// ends the sandbox.
+func (w *denyWatcher) arm(pid int, fail func(error)) error {
+	err := <-w.walked
+	w.walked = nil
+	if err != nil {
+		return err
+	}
 	if w.cov, err = startDenyCoverer(pid); err != nil {
-		w.in.Close()
 		return fmt.Errorf("the deny cover helper: %w", err)
 	}
 	var once sync.Once
 	w.fail = func(err error) { once.Do(func() { fail(err) }) }
-	if err := w.walkAll(); err != nil {
-		w.in.Close()
-		w.cov.close()
-		return err
+	for _, p := range w.pending {
+		if err := w.cover(p); err != nil {
+			return err
+		}
 	}
+	w.pending = nil
+	logrus.WithFields(logrus.Fields{"dirs": len(w.byPath), "entries": len(w.rules)}).Debug("deny watch: armed")
+	w.looping = true
 	go w.loop()
 	return nil
 }
 
-// denyWatch starts the deny watcher of the run's sandbox, when it has deny
-// paths and no strict_deny: a started step, so the walk has covered what
-// the host made since the build before the command runs. A match that
-// cannot be covered later ends the sandbox.
-func (run *linuxRun) denyWatch() error {
+// denyWalk prepares the deny watcher of the run's sandbox, when it has deny
+// paths and no strict_deny: its walk runs while the sandbox's init starts.
+func (run *linuxRun) denyWalk() error {
 	w := newDenyWatcher(run.eff)
 	if w == nil {
+		return nil
+	}
+	if err := w.prepare(); err != nil {
+		return err
+	}
+	run.denyW = w
+	run.onEnd(w.stop)
+	return nil
+}
+
+// denyWatch arms the deny watcher: a started step, so what the host made
+// since the build is covered before the command runs. A match that cannot
+// be covered later ends the sandbox.
+func (run *linuxRun) denyWatch() error {
+	if run.denyW == nil {
 		return nil
 	}
 	pid, err := run.lp.Pid()
@@ -138,22 +174,24 @@ func (run *linuxRun) denyWatch() error {
 		return fmt.Errorf("the sandbox's init: %w", err)
 	}
 	c := run.container
-	err = w.start(pid, func(err error) {
+	return run.denyW.arm(pid, func(err error) {
 		logrus.WithError(err).Error("a denied path the host made mid-run could not be hidden; ending the sandbox")
 		killAll(c)
 	})
-	if err != nil {
-		return err
-	}
-	run.onEnd(w.stop)
-	return nil
 }
 
 // stop ends the watcher and its helper.
 func (w *denyWatcher) stop() {
+	if w.walked != nil {
+		<-w.walked
+	}
 	w.in.Close()
-	<-w.done
-	w.cov.close()
+	if w.looping {
+		<-w.done
+	}
+	if w.cov != nil {
+		w.cov.close()
+	}
 }
 
 func (w *denyWatcher) walkAll() error {
@@ -322,6 +360,10 @@ func (w *denyWatcher) watch(d, host string) bool {
 // cover covers sandbox path p in the sandbox if the host shows a file
 // there that the sandbox sees uncovered.
 func (w *denyWatcher) cover(p string) error {
+	if w.cov == nil {
+		w.pending = append(w.pending, p)
+		return nil
+	}
 	host, ok := spec.HostPath(w.sb, p)
 	if !ok {
 		return nil

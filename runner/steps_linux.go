@@ -41,6 +41,7 @@ var setupSteps = []setupStep{
 	{"network stack", (*linuxRun).prepareNetwork},
 	{"seccomp", (*linuxRun).seccomp},
 	{"create", (*linuxRun).create},
+	{"deny walk", (*linuxRun).denyWalk},
 	{"process", (*linuxRun).process},
 	{"broker", (*linuxRun).broker},
 	{"stdio", (*linuxRun).stdio},
