@@ -295,6 +295,7 @@ func (w *denyWatcher) reaches(p string) bool {
 // made meanwhile is either read or reported.
 func (w *denyWatcher) walk(root string) error {
 	queue := []string{root}
+	buf := make([]byte, 32*1024)
 	for len(queue) > 0 {
 		d := queue[0]
 		queue = queue[1:]
@@ -302,23 +303,22 @@ func (w *denyWatcher) walk(root string) error {
 		if !ok || !w.watch(d, host) {
 			continue
 		}
-		entries, err := readDirUnsorted(host)
-		if err != nil {
-			continue // gone or unreadable: nothing the host shows there now
-		}
-		for _, e := range entries {
-			if w.matched(d, e.Name()) != "" {
-				if err := w.cover(filepath.Join(d, e.Name())); err != nil {
-					return err
-				}
-				continue
+		err := scanDir(host, buf, func(name string, isDir bool) error {
+			if w.matched(d, name) != "" {
+				return w.cover(filepath.Join(d, name))
 			}
-			if e.IsDir() {
-				if p := filepath.Join(d, e.Name()); w.reaches(p) {
+			if isDir {
+				if p := filepath.Join(d, name); w.reaches(p) {
 					queue = append(queue, p)
 				}
 			}
+			return nil
+		})
+		var gone *scanError
+		if err != nil && !errors.As(err, &gone) {
+			return err
 		}
+		// A directory gone or unreadable shows nothing of the host now.
 	}
 	return nil
 }
@@ -443,17 +443,6 @@ func (w *denyWatcher) event(wd int32, mask uint32, name string) error {
 		}
 	}
 	return nil
-}
-
-// readDirUnsorted lists directory dir as the kernel returns it (os.ReadDir
-// sorts, which the walk does not need).
-func readDirUnsorted(dir string) ([]os.DirEntry, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.ReadDir(-1)
 }
 
 // forget drops a watch the kernel removed (its directory is gone).
