@@ -83,26 +83,63 @@ type denyWatcher struct {
 }
 
 // newDenyWatcher returns the watcher of sb's deny entries (aliases
-// included), or nil when sb has none or strict_deny holds them.
+// included), or nil when sb has none, strict_deny holds them, or none lies
+// where the sandbox shows a host directory (every run denies cordon's
+// trust store, which a sandbox rarely shows): such a run starts nothing.
 func newDenyWatcher(sb *spec.Sandbox) *denyWatcher {
 	if sb.StrictDeny || len(sb.Deny) == 0 {
 		return nil
 	}
 	sb = spec.WithAliases(sb)
 	w := &denyWatcher{sb: sb, wds: map[int32][]watchedDir{}, byPath: map[string]int32{}, done: make(chan struct{})}
-	seen := map[string]bool{}
 	for _, d := range sb.Deny {
 		w.rules = append(w.rules, newDenyRule(d))
+	}
+	seen := map[string]bool{}
+	add := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			w.starts = append(w.starts, s)
+		}
+	}
+	for _, d := range sb.Deny {
 		start := filepath.Dir(d)
 		if spec.IsPattern(d) {
 			start = spec.LiteralPrefix(d)
 		}
-		if !seen[start] {
-			seen[start] = true
-			w.starts = append(w.starts, start)
+		if _, ok := spec.HostPath(sb, start); ok {
+			add(start)
+			continue
+		}
+		// The host shows nothing at start itself, but a workspace or a
+		// mount below it may hold a match ("/home/u/*/.env" and the
+		// workspace /home/u/proj).
+		for _, t := range zoneTargets(sb) {
+			if t != start && (start == "/" || strings.HasPrefix(t, start+"/")) && spec.MayMatchBelow(d, t) {
+				add(t)
+			}
 		}
 	}
+	if len(w.starts) == 0 {
+		return nil
+	}
 	return w
+}
+
+// zoneTargets are the sandbox paths of the workspace and the mounts.
+func zoneTargets(sb *spec.Sandbox) []string {
+	var out []string
+	if sb.Root != "" {
+		out = append(out, sb.Root)
+	}
+	for _, m := range sb.Mounts {
+		t := m.Target
+		if t == "" {
+			t = m.Source
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // prepare opens the watcher's inotify instance and walks in the
