@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/sirupsen/logrus"
@@ -74,6 +75,8 @@ type denyWatcher struct {
 	walked  chan error
 	pending []string
 	looping bool
+	// readAt is when loop read the events it handles (for the log).
+	readAt time.Time
 
 	mu     sync.Mutex // the maps, between the walk at start and the loop
 	wds    map[int32][]watchedDir
@@ -413,7 +416,8 @@ func (w *denyWatcher) cover(p string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s (deny %s): %w", errDenyWatch, p, w.matched(filepath.Dir(p), filepath.Base(p)), err)
 	}
-	logrus.WithFields(logrus.Fields{"path": p, "covered": status == denyCovered, "status": status}).Debug("deny watch")
+	logrus.WithFields(logrus.Fields{"path": p, "covered": status == denyCovered, "status": status,
+		"after_event": time.Since(w.readAt)}).Debug("deny watch")
 	return nil
 }
 
@@ -423,6 +427,7 @@ func (w *denyWatcher) loop() {
 	buf := make([]byte, 64*1024)
 	for {
 		n, err := w.in.Read(buf)
+		w.readAt = time.Now()
 		if err != nil {
 			if !errors.Is(err, os.ErrClosed) && !errors.Is(err, fs.ErrClosed) {
 				w.fail(fmt.Errorf("%w: read events: %w", errDenyWatch, err))
