@@ -94,7 +94,7 @@ struct dc_reply {
 };
 
 // Steps named in a failure (denyCoverSteps in denywatch_linux.go).
-enum { ST_FSTAT = 1, ST_UNUSED, ST_OPEN_TREE, ST_SETATTR, ST_FSOPEN, ST_FSCONFIG, ST_FSMOUNT, ST_MOVE, ST_OPEN };
+enum { ST_FSTAT = 1, ST_OPEN_TREE, ST_SETATTR, ST_FSOPEN, ST_FSCONFIG, ST_FSMOUNT, ST_MOVE, ST_OPEN };
 
 static struct dc_reply dc_fail(int step)
 {

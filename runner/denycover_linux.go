@@ -2,7 +2,6 @@ package runner
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,7 +25,7 @@ const (
 )
 
 // denyCoverSteps name the helper's steps in a failure.
-var denyCoverSteps = []string{"", "fstat", "", "open_tree", "mount_setattr",
+var denyCoverSteps = []string{"", "fstat", "open_tree", "mount_setattr",
 	"fsopen", "fsconfig", "fsmount", "move_mount", "openat2"}
 
 // denyCoverer is the supervisor's end of a sandbox's deny cover helper.
@@ -117,6 +116,3 @@ func (c *denyCoverer) close() {
 	c.mu.Unlock()
 	<-c.waited
 }
-
-// errDenyWatch wraps what stops the deny watcher from keeping its promise.
-var errDenyWatch = errors.New("deny watch")
