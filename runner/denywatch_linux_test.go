@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -246,15 +247,21 @@ func hostCreate(t *testing.T, path, content string) hostCall {
 }
 
 // mustNotBeMountedHere: no cover leaked into the test's own mount
-// namespace.
+// namespace. It reads this thread's table: /proc/self is the main
+// thread's, which libcontainer's mount-source thread may have left in a
+// sandbox's mount namespace.
 func mustNotBeMountedHere(t *testing.T, dir string) {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	runtime.LockOSThread()
+	b, err := os.ReadFile("/proc/thread-self/mountinfo")
+	runtime.UnlockOSThread()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(b), dir) {
-		t.Fatalf("a mount at %s is visible on the host:\n%s", dir, b)
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, dir) {
+			t.Fatalf("a mount at %s is visible on the host: %s", dir, l)
+		}
 	}
 }
 
