@@ -206,6 +206,24 @@ func TestIntegrationDenyWindowHostWrites(t *testing.T) {
 		t.Errorf("the host's .env changed: %q %v", b, err)
 	}
 	mustNotBeMountedHere(t, ws)
+	noCoverHelperLeft(t)
+}
+
+// noCoverHelperLeft: no deny cover helper of this process outlives its
+// run or session.
+func noCoverHelperLeft(t *testing.T) {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmd), "cordon-deny-cover") {
+			continue
+		}
+		status, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if strings.Contains(string(status), fmt.Sprintf("\nPPid:\t%d\n", os.Getpid())) {
+			t.Errorf("the deny cover helper %s is still running", e.Name())
+		}
+	}
 }
 
 // hostRenameOver replaces path by rename, as an editor or a secrets tool
@@ -325,6 +343,10 @@ for i in 1 2 3; do cat a/b/.env conf/secrets/key proj/deep/.env; ls conf/secrets
 		}
 	}
 	mustNotBeMountedHere(t, ws)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	noCoverHelperLeft(t)
 }
 
 // TestIntegrationDenyWindowDevNullReplaced: the cover does not rely on
