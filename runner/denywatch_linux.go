@@ -55,6 +55,11 @@ const denyWatchLimit = 16384
 const denyWatchMask = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM |
 	unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
 
+// errDenyWatch marks what stops the deny watcher from covering a denied
+// name the host made (the sandbox is then ended). It lives here, not in
+// errors.go: only Linux has the watcher.
+var errDenyWatch = errors.New("deny watch")
+
 // watchedDir is one sandbox directory a watch stands for, and its host
 // path (several when the sandbox shows one host directory at several
 // paths).

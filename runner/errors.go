@@ -18,7 +18,4 @@ var (
 	ErrUnenforceable = spec.ErrUnenforceable
 	// ErrBadRequest marks an invalid Request (no command, no sandbox).
 	ErrBadRequest = errors.New("invalid run request")
-	// errDenyWatch marks what stops the deny watcher from covering a
-	// denied name the host made (the sandbox is then ended).
-	errDenyWatch = errors.New("deny watch")
 )
