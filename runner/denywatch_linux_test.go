@@ -385,3 +385,27 @@ func TestIntegrationDenyWindowDevNullReplaced(t *testing.T) {
 	}
 	mustNotBeMountedHere(t, ws)
 }
+
+// TestIntegrationDenyPatternUnderRemappedMount: a deny pattern's match that
+// exists at start under a mount whose target is not its source
+// (/fix/**/*.pem, /fix being another host directory) is hidden. The build
+// looks for a pattern's matches at the sandbox path on the host, which
+// finds nothing there; the deny watcher's walk maps each directory to its
+// host path, finds the match and covers it before the command runs.
+func TestIntegrationDenyPatternUnderRemappedMount(t *testing.T) {
+	sb := newSandbox(t)
+	src := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(src, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "sub/key.pem"), []byte("REMAPPEDSECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb.Mounts = append(sb.Mounts, spec.Mount{Source: src, Target: "/fix", Readonly: true})
+	sb.Deny = []string{"/fix/**/*.pem"}
+	out := run(t, sb, "", sh("cat /fix/sub/key.pem; ls /fix/sub")...)
+	if strings.Contains(out.stdout, "REMAPPEDSECRET") || !strings.Contains(out.stderr, "key.pem: Permission denied") {
+		t.Fatalf("the match under /fix was readable: %+v %q %q", out.res, out.stdout, out.stderr)
+	}
+	mustNotBeMountedHere(t, src)
+}
