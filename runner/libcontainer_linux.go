@@ -115,6 +115,8 @@ type linuxRun struct {
 	netPremade bool
 	// brk brings the seccomp listener to the broker and serves it.
 	brk *brokerLink
+	// denyW covers what the host puts under a denied name mid-run.
+	denyW *denyWatcher
 }
 
 func (r *linuxRunner) run(ctx context.Context, req Request, res Result) Result {

@@ -919,9 +919,9 @@ func TestIntegrationSessionInheritedAttributes(t *testing.T) {
 }
 
 // A file the host creates under a denied name after a session started is
-// refused to every later exec with strict_deny (without it the window of
-// "Protect and deny: what holds" lasts the session's life), and the
-// refusal says what was refused: a read.
+// refused to every later exec with strict_deny (without it the deny
+// watcher covers it milliseconds later: TestIntegrationDenyWindowSession),
+// and the refusal says what was refused: a read.
 func TestIntegrationSessionStrictDenyHostFile(t *testing.T) {
 	sb := newSandbox(t)
 	sb.Deny = []string{sb.Root + "/**/*.pem"}

@@ -41,6 +41,7 @@ var setupSteps = []setupStep{
 	{"network stack", (*linuxRun).prepareNetwork},
 	{"seccomp", (*linuxRun).seccomp},
 	{"create", (*linuxRun).create},
+	{"deny walk", (*linuxRun).denyWalk},
 	{"process", (*linuxRun).process},
 	{"broker", (*linuxRun).broker},
 	{"stdio", (*linuxRun).stdio},
@@ -53,6 +54,7 @@ var setupSteps = []setupStep{
 var startedSteps = []setupStep{
 	{"cgroup events", (*linuxRun).watchEvents},
 	{"network", (*linuxRun).network},
+	{"deny watch", (*linuxRun).denyWatch},
 }
 
 // preflight refuses what must never be run (a mount source reached through

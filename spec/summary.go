@@ -111,7 +111,7 @@ func (s Summary) Table() string {
 	if s.StrictDeny {
 		fmt.Fprintf(&b, "deny:    strict (strict_deny: every open, reads included, is decided by cordon; a file the host creates or renames under a denied name mid-run stays unreadable)\n")
 	} else {
-		fmt.Fprintf(&b, "deny:    default (reads stay in the kernel: a file the host creates or renames under a denied name mid-run is readable until the run ends; strict_deny: true holds it)\n")
+		fmt.Fprintf(&b, "deny:    default (reads stay in the kernel: a file the host creates or renames under a denied name mid-run is covered as it appears, on Linux milliseconds later; strict_deny: true decides every open)\n")
 	}
 	if len(s.Lineage) > 0 {
 		fmt.Fprintf(&b, "lineage: %s\n", strings.Join(s.Lineage, " > "))

@@ -56,8 +56,10 @@ type Sandbox struct {
 	// StrictDeny makes every open of a path, reads included, a decision of
 	// the runner's broker, so that a file the host creates or renames under
 	// a denied name while the sandbox runs is never readable in it. Without
-	// it, reads stay in the kernel and a denied path is hidden by what
-	// covered it at start (config key strict_deny).
+	// it, reads stay in the kernel: a denied path is hidden by what covered
+	// it at start, and on Linux the runner's deny watcher covers a file the
+	// host puts under a denied name later as it appears, leaving a window
+	// of milliseconds (config key strict_deny).
 	StrictDeny bool `json:",omitempty"`
 	// Network is the network policy.
 	Network Network

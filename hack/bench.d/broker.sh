@@ -22,6 +22,8 @@
 # Prints the median wall time of each (RUNS, default 5) and NEW/BASE.
 # CASES="untar true" picks cases. STRICT_NEW=1 runs NEW with strict_deny: true
 # (pass the same binary twice to compare strict_deny with the default).
+# DENY='["**/.env", "/fix/**/*.pem"]' gives both sandboxes that deny list
+# (what the deny watcher walks and watches).
 # hack/bench runs it when BROKER_BASE names the base binary.
 set -Eeuo pipefail
 base="$(realpath "$1")" new="$(realpath "$2")" n="${3:-5}"
@@ -61,6 +63,7 @@ sandbox:
     pass: [PATH]
     set: {HOME: $work, GOCACHE: $work/gocache, GOPATH: $work/gopath, GOFLAGS: -mod=mod -buildvcs=false, GOTOOLCHAIN: local}
 YAML
+[ -n "${DENY:-}" ] && sed -i "s|^  root: ./work\$|  root: ./work\n  deny: $DENY|" "$tmp/cfg.yaml"
 cp "$tmp/cfg.yaml" "$tmp/cfg-new.yaml"
 [ "${STRICT_NEW:-0}" = 1 ] && sed -i 's/^  root: .\/work$/  root: .\/work\n  strict_deny: true/' "$tmp/cfg-new.yaml"
 export PATH="$goroot/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
