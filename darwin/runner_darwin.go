@@ -127,10 +127,7 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 	}
 	if term != nil {
 		term.slave.Close()
-		if len(req.TypeAhead) > 0 {
-			_, _ = term.master.Write(req.TypeAhead)
-		}
-		term.copy(req.Stdin, io.MultiWriter(outCap, tail))
+		term.copy(req.TypeAhead, req.Stdin, io.MultiWriter(outCap, tail))
 	}
 	end, waitErr := supervise(ctx, req, cmd, term)
 	timedOut, canceled := end.TimedOut, end.Canceled
