@@ -129,6 +129,42 @@ func homesIn(dir string) []homeMatch {
 	return out
 }
 
+// startupBelow returns, relative to dir, the HomeProtect entries that lie
+// strictly inside dir when dir lies below a home directory ($HOME, /root,
+// an entry of /home or /Users; ~/.config holds .config/git), as the kernel
+// resolves the paths.
+func startupBelow(dir string) []string {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil
+	}
+	var homes []string
+	if h := os.Getenv("HOME"); filepath.IsAbs(h) && filepath.Clean(h) != "/" {
+		if rh, err := filepath.EvalSymlinks(h); err == nil {
+			homes = append(homes, rh)
+		}
+	}
+	homes = append(homes, "/root")
+	for _, p := range homeParents {
+		if rest, ok := strings.CutPrefix(real, p+"/"); ok {
+			homes = append(homes, filepath.Join(p, strings.SplitN(rest, "/", 2)[0]))
+		}
+	}
+	var out []string
+	for _, h := range homes {
+		sub, ok := strings.CutPrefix(real, h+"/")
+		if !ok {
+			continue
+		}
+		for _, f := range HomeProtect {
+			if rel, ok := strings.CutPrefix(f, sub+"/"); ok && !slices.Contains(out, rel) {
+				out = append(out, rel)
+			}
+		}
+	}
+	return out
+}
+
 // hasAny reports whether dir has an entry of one of the names.
 func hasAny(dir string, names []string) bool {
 	for _, n := range names {
@@ -141,7 +177,9 @@ func hasAny(dir string, names []string) bool {
 
 // guardHomes refuses, through d, a writable workspace or mount that is or
 // holds a home directory, unless sb.AllowHomeWorkspace; with it, it adds
-// HomeProtect below each such home to sb.Protect.
+// HomeProtect below each such home to sb.Protect. A writable place below
+// a home (a mount of ~/.config) gets the entries that lie inside it, with
+// no opt-in needed.
 func guardHomes(sb *Sandbox, d *decoder) {
 	type place struct{ field, host, target string }
 	var places []place
@@ -153,7 +191,15 @@ func guardHomes(sb *Sandbox, d *decoder) {
 			places = append(places, place{index("sandbox.mounts", i) + ".source", m.Source, m.Target})
 		}
 	}
+	protect := func(e string) {
+		if !slices.Contains(sb.Protect, e) {
+			sb.Protect = append(sb.Protect, e)
+		}
+	}
 	for _, p := range places {
+		for _, rel := range startupBelow(p.host) {
+			protect(filepath.Join(p.target, rel))
+		}
 		for _, h := range homesIn(p.host) {
 			if !sb.AllowHomeWorkspace {
 				is := "is"
@@ -165,10 +211,7 @@ func guardHomes(sb *Sandbox, d *decoder) {
 				continue
 			}
 			for _, f := range HomeProtect {
-				e := filepath.Join(p.target, h.rel, f)
-				if !slices.Contains(sb.Protect, e) {
-					sb.Protect = append(sb.Protect, e)
-				}
+				protect(filepath.Join(p.target, h.rel, f))
 			}
 		}
 	}

@@ -198,3 +198,33 @@ func TestHomeProtectEntriesValid(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestHomeSubfolderMount: a writable mount of a folder inside the home
+// (~/.config, ~/.local) needs no opt-in, and the start-up files inside it
+// (git's config, autostart entries, ~/.local/bin) are protected at its
+// target; the rest of it stays writable.
+func TestHomeSubfolderMount(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "u")
+	for _, d := range []string{".config", ".local/bin", "proj"} {
+		if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("HOME", home)
+	yml := "sandbox:\n  root: " + home + "/proj\n  mounts: [{source: ~/.config, target: /cfg}, {source: ~/.local}, {source: ~/.config, target: /ro, readonly: true}]\n"
+	cfg, err := Parse([]byte(yml), base, "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/cfg/git/config", "/cfg/autostart/x.desktop", "/cfg/systemd/user/x.service", "/cfg/fish/config.fish", home + "/.local/bin/git"} {
+		if !coveredBy(cfg.Sandbox.Protect, p) {
+			t.Errorf("%s is writable through the mount", p)
+		}
+	}
+	for _, p := range []string{"/cfg/app/settings.json", home + "/.local/state/x", home + "/proj/main.go"} {
+		if coveredBy(cfg.Sandbox.Protect, p) {
+			t.Errorf("%s is protected; only start-up files should be", p)
+		}
+	}
+}
