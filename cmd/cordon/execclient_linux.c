@@ -454,6 +454,7 @@ static void gone(const char *name, const char *why, const char *report, int json
 
 static void die_setup(const char *what)
 {
+	restore_tty();
 	fprintf(stderr, "cordon exec: %s: %s\n", what, strerror(errno));
 	_exit(EXIT_SETUP);
 }
