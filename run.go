@@ -60,6 +60,11 @@ func Terminal(size func() (cols, rows uint16, ok bool)) RunOption {
 	return func(c *runConfig) { c.req.TTY, c.req.TermSize = true, size }
 }
 
+// TypeAhead gives a Terminal run or exec the input the caller's terminal
+// already held when it was made raw (runner.MakeRaw): it reaches the
+// command's terminal before Stdin.
+func TypeAhead(b []byte) RunOption { return func(c *runConfig) { c.req.TypeAhead = b } }
+
 // Notify forwards the signals received on ch to Run's command. SIGWINCH
 // resizes its terminal instead; a second SIGINT or SIGTERM kills the whole
 // sandbox. A session's exec takes Signals instead.

@@ -124,7 +124,7 @@ func (s *Session) Exec(ctx context.Context, args []string, opts ...RunOption) (R
 	res, err := s.rs.Exec(ctx, runner.ExecRequest{
 		Args: args, Dir: c.req.Dir, Env: c.env, Stdin: c.req.Stdin, Stdout: c.req.Stdout, Stderr: c.req.Stderr,
 		Timeout: c.req.Timeout, Detach: c.detach, Signals: c.signals, TTY: c.req.TTY, TermSize: c.req.TermSize,
-		Memory: c.memory,
+		TypeAhead: c.req.TypeAhead, Memory: c.memory,
 	})
 	if aerr := run.Finish(res); aerr != nil {
 		return res, errors.Join(err, notRecorded(res, aerr))

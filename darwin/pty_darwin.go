@@ -67,8 +67,12 @@ func (p *ptyPair) resize(size func() (cols, rows uint16, ok bool)) {
 	}
 }
 
-// copy streams in to the terminal and the terminal to out.
-func (p *ptyPair) copy(in io.Reader, out io.Writer) {
+// copy writes typeAhead to the terminal (runner.Request.TypeAhead), then
+// streams in to it and the terminal to out.
+func (p *ptyPair) copy(typeAhead []byte, in io.Reader, out io.Writer) {
+	if len(typeAhead) > 0 {
+		_, _ = p.master.Write(typeAhead)
+	}
 	if in != nil {
 		go runner.CopyKeys(p.master, in, p.keys)
 	}

@@ -127,7 +127,7 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 	}
 	if term != nil {
 		term.slave.Close()
-		term.copy(req.Stdin, io.MultiWriter(outCap, tail))
+		term.copy(req.TypeAhead, req.Stdin, io.MultiWriter(outCap, tail))
 	}
 	end, waitErr := supervise(ctx, req, cmd, term)
 	timedOut, canceled := end.TimedOut, end.Canceled

@@ -57,6 +57,10 @@ type Request struct {
 	// TermSize, for a TTY run, reports the host terminal's size; it is
 	// read at start and on every SIGWINCH that Signals delivers.
 	TermSize func() (cols, rows uint16, ok bool)
+	// TypeAhead, for a TTY run, is written to the command's terminal
+	// before Stdin: the input the caller's terminal held when it was made
+	// raw (MakeRaw).
+	TypeAhead []byte
 }
 
 // EffectiveTimeout is the shorter of the request's and the sandbox's

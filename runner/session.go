@@ -136,6 +136,10 @@ type ExecRequest struct {
 	// TermSize, for a TTY exec, reports the caller's terminal size; it is
 	// read at start and on every SIGWINCH that Signals delivers.
 	TermSize func() (cols, rows uint16, ok bool)
+	// TypeAhead, for a TTY exec, is written to the command's terminal
+	// before Stdin: the input the caller's terminal held when it was made
+	// raw (MakeRaw).
+	TypeAhead []byte
 	// Memory, when above zero, limits this command and every process it
 	// starts to that many bytes: at most the session's memory limit, and
 	// only where each exec has a cgroup of its own (cgroup v2 and a

@@ -69,6 +69,9 @@ func (s *linuxSession) newTTYExec(x *sessionExec, req ExecRequest, cwd string, e
 		defer x.copiers.Done()
 		_, _ = io.Copy(out, master)
 	}()
+	if len(req.TypeAhead) > 0 {
+		_, _ = master.Write(req.TypeAhead)
+	}
 	if req.Stdin != nil {
 		x.stopIn = copyStdin(master, req.Stdin, false)
 	}

@@ -95,6 +95,11 @@ func (s *stdio) started(req Request) error {
 	}
 	s.console = f
 	s.resize(req)
+	if len(req.TypeAhead) > 0 {
+		if _, err := f.Write(req.TypeAhead); err != nil {
+			return fmt.Errorf("console: type-ahead: %w", err)
+		}
+	}
 	if req.Stdin != nil {
 		go CopyKeys(f, req.Stdin, s.keys)
 	}

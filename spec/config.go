@@ -18,7 +18,7 @@ var DefaultEnvPass = []string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"
 
 var (
 	topKeys     = []string{"sandbox", "delegation", "audit", "audit_required", "session"}
-	sandboxKeys = []string{"root", "readonly", "mounts", "deny", "strict_deny", "protect", "network", "system", "limits", "env", "require_os_sandbox"}
+	sandboxKeys = []string{"root", "readonly", "mounts", "deny", "strict_deny", "protect", "network", "system", "limits", "env", "require_os_sandbox", "allow_home_workspace"}
 	mountKeys   = []string{"source", "target", "readonly", "name", "suffixes", "max_file_bytes"}
 )
 
@@ -149,6 +149,9 @@ func (d *decoder) sandbox(n *yaml.Node, base string, sb *Sandbox) {
 		sb.Limits = d.limits(v, sub(field, "limits"))
 	}
 	sb.Env = d.env(f["env"], sub(field, "env"))
+	if v := f["allow_home_workspace"]; !isNull(v) {
+		sb.AllowHomeWorkspace, _ = d.boolean(v, sub(field, "allow_home_workspace"))
+	}
 	if v := f["require_os_sandbox"]; !isNull(v) {
 		if b, ok := d.boolean(v, sub(field, "require_os_sandbox")); ok {
 			sb.RequireOSSandbox = b

@@ -220,8 +220,9 @@ func TestParseNormalizes(t *testing.T) {
 		{"tilde root", "sandbox: {root: ~/.cache}", func(t *testing.T, c *Config) {
 			eq(t, c.Sandbox.Root, home+"/.cache")
 		}},
-		{"bare tilde", `sandbox: {root: "~"}`, func(t *testing.T, c *Config) {
+		{"bare tilde", `sandbox: {root: "~", allow_home_workspace: true}`, func(t *testing.T, c *Config) {
 			eq(t, c.Sandbox.Root, home)
+			eq(t, c.Sandbox.AllowHomeWorkspace, true)
 		}},
 		{"defaults", "sandbox: {}", func(t *testing.T, c *Config) {
 			eq(t, c.Sandbox.RequireOSSandbox, true)

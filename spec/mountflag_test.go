@@ -16,6 +16,7 @@ func TestMountTargetOneAnswer(t *testing.T) {
 	if err := os.Mkdir(src, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// $HOME is the workspace here, which the config must allow.
 	t.Setenv("HOME", dir)
 	rows := []struct {
 		target string
@@ -40,7 +41,7 @@ func TestMountTargetOneAnswer(t *testing.T) {
 	for _, row := range rows {
 		t.Run(row.target, func(t *testing.T) {
 			m, flagErr := ParseMount(src+":"+row.target, dir)
-			yaml := fmt.Sprintf("sandbox:\n  root: %s\n  mounts:\n    - {source: %s, target: %q}\n", dir, src, row.target)
+			yaml := fmt.Sprintf("sandbox:\n  root: %s\n  allow_home_workspace: true\n  mounts:\n    - {source: %s, target: %q}\n", dir, src, row.target)
 			cfg, yamlErr := Parse([]byte(yaml), dir, "test.yaml")
 			if row.want == "" {
 				if flagErr == nil || yamlErr == nil {

@@ -50,14 +50,73 @@ var DefaultProtect = []string{
 	".zshenv",
 	".zlogin",
 	".envrc",
+	// Editor settings that run commands when the folder is opened: VS Code
+	// tasks with runOn folderOpen, terminal profiles, interpreter paths and
+	// MCP servers (.vscode, and a workspace file anywhere, which VS Code
+	// offers to open); JetBrains run configurations and startup tasks
+	// (.idea); dev containers, whose initializeCommand runs on the host
+	// (.devcontainer/, and .devcontainer.json at the root or in any folder
+	// opened on its own); Zed's and Helix's language servers, context
+	// servers and tasks; Neovim's and Vim's exrc files.
 	".vscode",
+	"**/*.code-workspace",
 	".idea",
 	".devcontainer",
+	".devcontainer.json",
+	"**/.devcontainer.json",
+	".zed",
+	".helix",
+	".nvim.lua",
+	".nvimrc",
+	".exrc",
+	// Coding agents' project settings, which declare hooks, plugins or MCP
+	// servers that the agent starts on the host by itself: Claude Code,
+	// Cursor, Codex, Gemini CLI (and its fork Qwen Code), the shared
+	// .mcp.json, opencode (its config, and plugins under .opencode/ that it
+	// loads at start), Amazon Q, Kiro, Continue, Windsurf (hooks),
+	// Cline (.clinerules/hooks, .cline), Roo Code and Kilo Code (mcp.json),
+	// Crush, aider (lint-cmd and test-cmd run after each edit), and GitHub
+	// Copilot CLI (.github/hooks).
 	".claude",
 	".cursor",
 	".codex",
 	".gemini",
+	".qwen",
 	".mcp.json",
+	"opencode.json",
+	"opencode.jsonc",
+	".opencode",
+	".amazonq",
+	".kiro",
+	".continue",
+	".windsurf",
+	".clinerules",
+	".cline",
+	".roo",
+	".kilocode",
+	"crush.json",
+	".crush.json",
+	".crush",
+	".aider.conf.yml",
+	".github/hooks",
+	// Git hook managers: the hook git runs on the host's next commit reads
+	// its commands from these (pre-commit, husky, lefthook).
+	".pre-commit-config.yaml",
+	".husky",
+	"lefthook.yml",
+	".lefthook.yml",
+	"lefthook-local.yml",
+	".lefthook-local.yml",
+	// mise runs a config's hooks (enter, cd) and env scripts when a shell
+	// with mise activate enters the folder, and trusts a config by its path,
+	// not by its content.
+	"mise.toml",
+	".mise.toml",
+	"mise.local.toml",
+	".mise.local.toml",
+	".mise",
+	".config/mise",
+	".config/mise.toml",
 }
 
 // profileNames are the built-in profiles in the order they are documented.

@@ -69,6 +69,11 @@ type Sandbox struct {
 	Limits Limits
 	// Env says which variables reach the sandboxed process.
 	Env Env
+	// AllowHomeWorkspace lets a writable workspace or mount be, or hold, a
+	// home directory (config key allow_home_workspace); its start-up files
+	// (HomeProtect) are then protected. Without it such a sandbox is
+	// refused (GuardHome).
+	AllowHomeWorkspace bool `json:",omitempty"`
 	// RequireOSSandbox, when true (the default), refuses to run where the OS
 	// backend cannot enforce every part of the boundary. When false, cordon
 	// runs with what can be enforced and reports what was not.

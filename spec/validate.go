@@ -337,6 +337,7 @@ func validateSandbox(sb *Sandbox, d *decoder) {
 			names[m.Name] = i
 		}
 	}
+	guardHomes(sb, d)
 }
 
 // checkNormalized verifies the invariants every Sandbox out of Load, Parse,

@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,6 +59,56 @@ static void restore_tty(void)
 {
 	if (raw)
 		tcsetattr(0, TCSADRAIN, &saved);
+}
+
+// take_type_ahead reads, without waiting, the complete lines and
+// end-of-files that the canonical terminal on fd 0 holds, as
+// runner.MakeRaw does: made raw, the terminal would hand each end-of-file
+// (^D, stored as a NUL marker) over as a NUL byte, which the command's
+// terminal echoes as "^@". Each end-of-file becomes the VEOF byte again.
+static size_t take_type_ahead(const struct termios *t, char *buf, size_t cap)
+{
+	size_t n = 0;
+	if (!(t->c_lflag & ICANON))
+		return 0;
+	for (int i = 0; i < 64 && n < cap; i++) {
+		struct pollfd p = {.fd = 0, .events = POLLIN};
+		if (poll(&p, 1, 0) != 1 || (p.revents & (POLLHUP | POLLERR | POLLNVAL)) || !(p.revents & POLLIN))
+			break;
+		ssize_t r = read(0, buf + n, cap - n);
+		if (r < 0)
+			break;
+		if (r == 0)
+			buf[n++] = (char)t->c_cc[VEOF];
+		else
+			n += (size_t)r;
+	}
+	return n;
+}
+
+// raw_tty puts the caller's terminal in raw mode (the command's own
+// terminal does the line editing, echo and output processing) and returns
+// the option carrying what it held ("input=HEX"), or NULL.
+static char *raw_tty(void)
+{
+	if (tcgetattr(0, &saved) != 0)
+		return NULL;
+	char ahead[4096];
+	size_t n = take_type_ahead(&saved, ahead, sizeof(ahead));
+	struct termios r = saved;
+	cfmakeraw(&r);
+	if (tcsetattr(0, TCSADRAIN, &r) == 0)
+		raw = 1;
+	if (n == 0)
+		return NULL;
+	static char opt[6 + 2 * sizeof(ahead) + 1] = "input=";
+	static const char hex[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		opt[6 + 2 * i] = hex[(unsigned char)ahead[i] >> 4];
+		opt[7 + 2 * i] = hex[(unsigned char)ahead[i] & 15];
+	}
+	opt[6 + 2 * n] = 0;
+	return opt;
 }
 
 // The --report file, opened before anything else (as cordon run does): no
@@ -403,6 +454,7 @@ static void gone(const char *name, const char *why, const char *report, int json
 
 static void die_setup(const char *what)
 {
+	restore_tty();
 	fprintf(stderr, "cordon exec: %s: %s\n", what, strerror(errno));
 	_exit(EXIT_SETUP);
 }
@@ -599,6 +651,13 @@ static void client(int argc, char **argv)
 		snprintf(opt, sizeof(opt), "rows=%u", ws & 0xffff);
 		append_str(&buf, &len, &cap, opt);
 		nopts += 3;
+		// Raw before the request leaves, so that nothing typed from now
+		// on is read by the line discipline; what it held goes along.
+		const char *input = raw_tty();
+		if (input) {
+			append_str(&buf, &len, &cap, input);
+			nopts++;
+		}
 	}
 	for (int i = first; i < argc; i++, nargv++)
 		append_str(&buf, &len, &cap, argv[i]);
@@ -656,11 +715,7 @@ static void client(int argc, char **argv)
 	}
 	free(buf);
 
-	if (tty && tcgetattr(0, &saved) == 0) {
-		struct termios r = saved;
-		cfmakeraw(&r);
-		if (tcsetattr(0, TCSADRAIN, &r) == 0)
-			raw = 1;
+	if (tty) {
 		struct sigaction sa_w = {.sa_handler = winch};
 		sigemptyset(&sa_w.sa_mask);
 		sigaction(SIGWINCH, &sa_w, NULL);

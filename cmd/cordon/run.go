@@ -110,8 +110,11 @@ func runInTerminal(s *cordon.Sandbox, argv []string, dir string) (cordon.Result,
 				ws, err := c.Size()
 				return ws.Width, ws.Height, err == nil
 			}))
-			if err := c.SetRaw(); err == nil {
-				defer func() { _ = c.Reset() }()
+			// Raw, output processing included (the command's terminal
+			// does it), with what the terminal already held passed on.
+			if restore, typeAhead, err := cordon.RawTerminal(os.Stdin); err == nil {
+				defer func() { _ = restore() }()
+				opts = append(opts, cordon.TypeAhead(typeAhead))
 			}
 		}
 	}

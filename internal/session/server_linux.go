@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -149,6 +150,10 @@ func (s *Server) exec(c *net.UnixConn, req *request, files []*os.File) (int, str
 			v := size.Load()
 			return uint16(v >> 16), uint16(v), v != 0
 		}))
+		// What the client's terminal held when the client made it raw.
+		if in, err := hex.DecodeString(req.opts["input"]); err == nil && len(in) > 0 {
+			opts = append(opts, cordon.TypeAhead(in))
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
