@@ -49,6 +49,10 @@ func TestIntegrationBrokerBareRepoPlant(t *testing.T) {
 		{"git config in a bare repository", "git init -q --bare b2.git", "git -C b2.git config core.pager 'touch " + mark + "'", "b2.git/config"},
 		{"HEAD removed and made again", "git init -q --bare b3.git && rm b3.git/HEAD && " + evilCfg + " >> b3.git/config", "echo 'ref: refs/heads/main' > b3.git/HEAD", "b3.git/HEAD"},
 		{"config linked out", "git init -q --bare b4.git", "ln b4.git/config l4", "b4.git/config"},
+		// git takes a socket at refs (it only asks access(X_OK)), so a
+		// bound unix socket completes the shape as a directory does.
+		{"refs as a bound socket", "mkdir -p p8/objects && echo 'ref: refs/heads/main' > p8/HEAD && " + evilCfg + " > p8/config",
+			`python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind("p8/refs")'`, "p8/refs"},
 	} {
 		if out := run(t, sb, "", sh(tc.setup)...); out.res.ExitCode != 0 {
 			t.Fatalf("%s: setting up: %+v %s", tc.name, out.res, out.stderr)

@@ -177,6 +177,13 @@ func (b *Broker) bind(c *call, op string, sockfd int32, addrAddr uint64, addrLen
 	if !b.check(op, l.path) {
 		return fail(unix.EACCES)
 	}
+	// A socket is a name like any other to git's discovery (it takes a
+	// socket at refs: it only asks access(X_OK)), so the shape rules
+	// decide it as they decide a file made there.
+	defer b.bareLock(l.path)()
+	if !b.bareOK(c, op, l, false) {
+		return fail(unix.EACCES)
+	}
 	if len(l.name) > 107 {
 		return fail(unix.EINVAL)
 	}
