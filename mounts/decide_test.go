@@ -141,3 +141,67 @@ func mustBeAbsent(t *testing.T, p string) {
 		t.Errorf("%s exists: %v", p, err)
 	}
 }
+
+// TestWriteGitCodeProtected: what spec.WithAliases adds for the kernel
+// backends (a protected config's include.path target, its core.hooksPath
+// directory, the program a core.fsmonitor names) is refused to the file
+// tools and to check too; the hostile review of issue 21 wrote all three
+// through the MCP write tool, and the host's git status then ran them.
+func TestWriteGitCodeProtected(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	ws := t.TempDir()
+	mark := filepath.Join(t.TempDir(), "pwned")
+	for _, args := range [][]string{{"init", "-q", ws}, {"-C", ws, "config", "include.path", "../inc.cfg"},
+		{"-C", ws, "config", "core.hooksPath", ".githooks"}, {"-C", ws, "config", "core.fsmonitor", "./tools/f.sh"}} {
+		if b, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, b)
+		}
+	}
+	orig := map[string]string{"inc.cfg": "[user]\n", ".githooks/pre-commit": "#!/bin/sh\nexit 0\n", "tools/f.sh": "#!/bin/sh\nexit 1\n"}
+	for name, content := range orig {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := spec.Profile("workspace", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := New(&cfg.Sandbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := map[string]string{
+		"inc.cfg":                     "[core]\n\tfsmonitor = \"touch " + mark + "; false\"\n",
+		".githooks/pre-commit":        "#!/bin/sh\ntouch " + mark + "\n",
+		".githooks/post-index-change": "#!/bin/sh\ntouch " + mark + "\n",
+		"tools/f.sh":                  "#!/bin/sh\ntouch " + mark + "\nexit 1\n",
+	}
+	for name, content := range planted {
+		p := filepath.Join(ws, name)
+		err := tb.Write(p, content)
+		var pe *PathError
+		if !errors.As(err, &pe) || pe.Err != ErrReadOnly {
+			t.Errorf("Write %s: %v; want a protect refusal", name, err)
+		}
+		if tb.CanWrite(p) {
+			t.Errorf("CanWrite %s = true; check must refuse what Write refuses", name)
+		}
+		got, _ := os.ReadFile(p)
+		if string(got) != orig[name] {
+			t.Errorf("%s changed: %q", name, got)
+		}
+	}
+	for _, args := range [][]string{{"-C", ws, "status"}, {"-C", ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"}} {
+		_ = exec.Command("git", args...).Run()
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("the host's git ran a planted program")
+	}
+}
