@@ -58,6 +58,11 @@ var gitProgramKeys = map[string]bool{
 	"difftool.*.cmd": true, "mergetool.*.cmd": true, "credential.helper": true,
 	"credential.*.helper": true, "gpg.program": true, "gpg.*.program": true,
 	"gpg.ssh.defaultkeycommand": true, "pager.*": true,
+	// Found by the hostile review of issue 21, and by reading git-config(1):
+	"diff.external": true, "core.gitproxy": true, "core.alternaterefscommand": true,
+	"remote.*.uploadpack": true, "remote.*.receivepack": true,
+	"difftool.*.path": true, "mergetool.*.path": true, "browser.*.cmd": true, "browser.*.path": true,
+	"sendemail.sendmailcmd": true, "sendemail.smtpserver": true, "trailer.*.command": true, "trailer.*.cmd": true,
 }
 
 // gitConfigRead is one config file read and the worktrees it applies to.
@@ -350,6 +355,15 @@ func gitCodeTargets(e gitEntry) []gitCodeTarget {
 		case "true", "false", "yes", "no", "on", "off", "1", "0":
 			return nil
 		}
+	case e.key == "submodule.*.update":
+		// "!COMMAND" runs a command; checkout, rebase, merge and none do not.
+		cmd, ok := strings.CutPrefix(v, "!")
+		if !ok {
+			return nil
+		}
+		return programWord(cmd)
+	case e.key == "sendemail.smtpserver" && !filepath.IsAbs(v):
+		return nil // a host name, not a program
 	case e.key == "gpg.program" || strings.HasPrefix(e.key, "gpg.") && strings.HasSuffix(e.key, ".program"):
 		return []gitCodeTarget{{path: v, lookup: !strings.Contains(v, "/")}}
 	case e.key == "credential.helper" || e.key == "credential.*.helper":

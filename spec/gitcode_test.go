@@ -35,7 +35,10 @@ func TestGitCodePaths(t *testing.T) {
 	write(filepath.Join(ws, ".git/config"), "[core]\n\thooksPath = .husky/_\n\tfsmonitor = ./tools/fsm.sh\n"+
 		"\tpager = \"'bin/my pager' -R\" ; a comment\n[alias]\n\tx = \"!scripts/x.sh --flag\"\n\ty = log\n"+
 		"[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n[credential]\n\thelper = mine\n"+
-		"[include]\n\tpath = inc.cfg\n[diff \"d\"]\n\ttextconv = lnk/../conv\n[gpg]\n\tprogram = missing/../gpg\n")
+		"[include]\n\tpath = inc.cfg\n[diff \"d\"]\n\ttextconv = lnk/../conv\n[gpg]\n\tprogram = missing/../gpg\n"+
+		"[diff]\n\texternal = tools2/d.sh\n[trailer \"sign\"]\n\tcommand = tools3/t.sh\n[submodule \"x\"]\n\tupdate = !tools4/p.sh\n"+
+		"[submodule \"y\"]\n\tupdate = rebase\n[core]\n\tgitProxy = tools5/px\n[remote \"o\"]\n\tuploadpack = tools6/up\n"+
+		"[sendemail]\n\tsmtpServer = smtp.example.com\n")
 	write(filepath.Join(ws, ".git/inc.cfg"), "[core]\n\teditor = ed/edit --wait\n\tsshCommand = $HOME/x\n")
 	write(filepath.Join(ws, "bin/git-credential-mine"), "")
 	global := filepath.Join(other, "gitconfig")
@@ -57,6 +60,8 @@ func TestGitCodePaths(t *testing.T) {
 		filepath.Join(ws, "missing"),
 		filepath.Join(ws, ".githooks"), // the global config's, for the workspace's repository
 		filepath.Join(ws, "seq.sh"),
+		filepath.Join(ws, "tools2"), filepath.Join(ws, "tools3"), filepath.Join(ws, "tools4"),
+		filepath.Join(ws, "tools5"), filepath.Join(ws, "tools6"),
 	}
 	slices.Sort(got)
 	slices.Sort(want)
