@@ -94,10 +94,11 @@ type brokerRule struct {
 	kind, path string
 	match      spec.Rule
 	text       string // what Refuse returns: kind + " " + path
+	lead       string // the path, or a pattern's literal prefix (Leads)
 }
 
 func newBrokerRule(kind, path string) brokerRule {
-	return brokerRule{kind: kind, path: path, match: spec.CompileRule(path), text: kind + " " + path}
+	return brokerRule{kind: kind, path: path, match: spec.CompileRule(path), text: kind + " " + path, lead: spec.LiteralPrefix(path)}
 }
 
 func newBrokerPolicy(sb *spec.Sandbox) brokerPolicy {
@@ -124,6 +125,19 @@ func newBrokerPolicy(sb *spec.Sandbox) brokerPolicy {
 func (p brokerPolicy) Refuse(path string) string {
 	for i := range p.rules {
 		if p.rules[i].match.MatchUnder(path) {
+			return p.rules[i].text
+		}
+	}
+	return ""
+}
+
+// Leads returns "deny PATH" or "protect PATH" for the entry whose path (a
+// pattern's literal prefix) lies strictly below p: a symlink at p would
+// send the host's later writes there elsewhere (see broker.LeadPolicy).
+func (p brokerPolicy) Leads(path string) string {
+	under := strings.TrimSuffix(path, "/") + "/"
+	for i := range p.rules {
+		if strings.HasPrefix(p.rules[i].lead, under) {
 			return p.rules[i].text
 		}
 	}

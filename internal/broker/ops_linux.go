@@ -408,6 +408,18 @@ func (b *Broker) rename(c *call, op string, a [6]uint64, oldArg, newArg int, fla
 		b.deny(op, to.path, gitSymlinkRule)
 		return fail(unix.EACCES)
 	}
+	if isSymlink(from) {
+		if rule := b.leads(to.path); rule != "" {
+			b.deny(op, to.path, rule)
+			return fail(unix.EACCES)
+		}
+	}
+	if flags&unix.RENAME_EXCHANGE != 0 && isSymlink(to) {
+		if rule := b.leads(from.path); rule != "" {
+			b.deny(op, from.path, rule)
+			return fail(unix.EACCES)
+		}
+	}
 	if gitLinkName(to.path) && b.policy.Refuse(to.path) == "" && flags&unix.RENAME_EXCHANGE == 0 && isRegular(from) {
 		return b.renameGitFile(c, op, from, to)
 	}
@@ -500,6 +512,10 @@ func (b *Broker) symlink(c *call, op string, targetAddr uint64, dirfd int32, pat
 	}
 	if decide.RedirectPlace(l.path) && !gitProbeSymlink(l.path, target) {
 		b.deny(op, l.path, gitSymlinkRule)
+		return fail(unix.EACCES)
+	}
+	if rule := b.leads(l.path); rule != "" {
+		b.deny(op, l.path, rule)
 		return fail(unix.EACCES)
 	}
 	defer b.bareLock(l.path)()

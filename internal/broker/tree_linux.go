@@ -65,6 +65,12 @@ func (b *Broker) walk(op string, root int, top string, fd int, src, dst string, 
 			b.deny(op, top, gitSymlinkRule+" (which "+d+" would be)")
 			return false
 		}
+		if e.Type()&os.ModeSymlink != 0 {
+			if rule := b.leads(d); rule != "" {
+				b.deny(op, top, rule)
+				return false
+			}
+		}
 		if e.Type().IsRegular() && gitLinkName(d) && s != d {
 			data, err := readAt(fd, e.Name(), decide.MaxGitFile+1)
 			if err != nil {
