@@ -86,7 +86,8 @@ func ambiguousFraming(head []byte) string {
 // request's bytes as they were sent. A refused request gets a 403 whose
 // body says why, and the connection ends. After a CONNECT or an Upgrade
 // request it returns "connect", or the Upgrade's protocol: what follows is
-// decided afresh. first: nothing has been read of the connection yet.
+// decided afresh; after a request with a body, afterBody: nothing follows.
+// first: nothing has been read of the connection yet.
 func (c *tcpConn) httpLoop(br *bufio.Reader, up net.Conn, out *atomic.Int64, first bool) (next string, err error) {
 	for {
 		lead, err := emptyLines(br)
@@ -128,6 +129,13 @@ func (c *tcpConn) httpLoop(br *bufio.Reader, up net.Conn, out *atomic.Int64, fir
 			return "", c.refuseHTTP(br, name, ReasonHTTPMalformed, fmt.Sprintf("%s: unreadable HTTP request: %v", hostPort(name, c.port), err))
 		}
 		c.ev.Host, c.ev.HostFrom, c.ev.Rule = name, FromHTTP, r.Text
+		last := bodyFollows(req)
+		if last {
+			// A server that does not read the body (it need not, for a
+			// GET) would read it as the next request, whose Host the
+			// guard never saw: this request is the connection's last.
+			head = lastRequest(head)
+		}
 		n, err := up.Write(append(lead, head...))
 		out.Add(int64(n))
 		if err != nil {
@@ -142,6 +150,8 @@ func (c *tcpConn) httpLoop(br *bufio.Reader, up net.Conn, out *atomic.Int64, fir
 			return "", nil
 		}
 		switch {
+		case last:
+			return afterBody, nil
 		case h.method == http.MethodConnect:
 			return "connect", nil
 		case h.upgrade != "":
@@ -151,6 +161,72 @@ func (c *tcpConn) httpLoop(br *bufio.Reader, up net.Conn, out *atomic.Int64, fir
 			return "upgrade", nil
 		}
 	}
+}
+
+// afterBody is httpLoop's answer after a request with a body, the last
+// one it forwards on a connection.
+const afterBody = "body"
+
+// bodyFollows reports whether a request has a body, or may send one
+// (Expect asks the server to wait for it).
+func bodyFollows(req *http.Request) bool {
+	return req.ContentLength != 0 || len(req.TransferEncoding) > 0 || len(req.Header.Values("Expect")) > 0
+}
+
+// lastRequest rewrites a request head (as readRequestHead read it) so that
+// the server ends the connection after its answer: one "Connection:
+// close" takes the place of the first Connection field (or comes before
+// the blank line), the others go, and every other byte is kept. A server
+// that then stops after this request never reads its body as another
+// request; RFC 9112 9.6 says it must. (One that reads none or part of a
+// body and ignores the close is the case that remains; the guard does not
+// parse answers to see where one ends.)
+func lastRequest(head []byte) []byte {
+	out := make([]byte, 0, len(head)+len("Connection: close\r\n"))
+	closed := false
+	for i := 0; len(head) > 0; i++ {
+		k := bytes.IndexByte(head, '\n') + 1
+		if k == 0 {
+			k = len(head) // (readRequestHead ends every line with LF)
+		}
+		line := head[:k]
+		head = head[k:]
+		name, _, _ := bytes.Cut(line, []byte{':'})
+		end := "\n"
+		if bytes.HasSuffix(line, []byte("\r\n")) {
+			end = "\r\n"
+		}
+		switch {
+		case i > 0 && len(head) == 0 && !closed:
+			out = append(out, "Connection: close"+end...)
+			out = append(out, line...)
+		case i > 0 && strings.EqualFold(string(name), "connection"):
+			if !closed {
+				out = append(out, "Connection: close"+end...)
+				closed = true
+			}
+		default:
+			out = append(out, line...)
+		}
+	}
+	return out
+}
+
+// discardRest reads what the client sends after a request with a body
+// and forwards none of it, until the client closes or soon after the
+// server has: a client that pipelined another request sees the server
+// close the connection, and sends it again on a new one.
+func (c *tcpConn) discardRest(br *bufio.Reader, serverDone <-chan struct{}) {
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-serverDone:
+			_ = c.downConn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		case <-stop:
+		}
+	}()
+	_, _ = io.Copy(io.Discard, br)
 }
 
 // refuseUnread refuses bytes the guard could not read as a request: on a

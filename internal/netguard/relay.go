@@ -30,7 +30,7 @@ func (c *tcpConn) relay(down, up net.Conn) {
 		close(done)
 	}()
 	br := bufio.NewReaderSize(down, maxHead)
-	err := c.clientToServer(br, up, &out)
+	err := c.clientToServer(br, up, &out, done)
 	if err != nil {
 		// A denial: cut both ways at once.
 		up.Close()
@@ -65,7 +65,10 @@ var errDenied = errors.New("netguard: denied")
 // ClientHello naming an allowed host, an HTTP/1.x request (every request
 // on the connection, parsed strictly) with an allowed host, or an SSH
 // client's identification line; anything else is refused.
-func (c *tcpConn) clientToServer(br *bufio.Reader, up net.Conn, out *atomic.Int64) error {
+//
+// After a request with a body nothing more is forwarded (see
+// lastRequest); serverDone is closed when the server's side ends.
+func (c *tcpConn) clientToServer(br *bufio.Reader, up net.Conn, out *atomic.Int64, serverDone <-chan struct{}) error {
 	if r, ok := c.unread(); ok {
 		c.ev.Rule = r.Text
 		return copyRest(br, up, out)
@@ -93,6 +96,10 @@ func (c *tcpConn) clientToServer(br *bufio.Reader, up net.Conn, out *atomic.Int6
 		next, err := c.httpLoop(br, up, out, after == "")
 		if err != nil || next == "" {
 			return err
+		}
+		if next == afterBody {
+			c.discardRest(br, serverDone)
+			return nil
 		}
 		// After CONNECT or an Upgrade the client may speak anything (the
 		// server may not have taken it): decided as a first flight is,

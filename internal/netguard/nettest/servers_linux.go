@@ -17,21 +17,32 @@ import (
 // vhostScript is Python's http.server with virtual hosts: it answers by
 // the Host header alone, as a server in front of several sites does, even
 // for an absolute-form target, and reads request lines as leniently as
-// Python does (split on any whitespace). It logs the Host of every request
-// it serves.
+// Python does (split on any whitespace). A GET's body is never read (the
+// server reads what follows the head as the next request); a POST's is.
+// It logs the Host of every request it serves. With argv[4] "1" it reads
+// on after a request it could not parse, as some servers do, instead of
+// closing the connection.
 const vhostScript = `import sys, http.server, socketserver
 log = sys.argv[3]
+past_errors = sys.argv[4] == "1"
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    def do_GET(self):
+    def do_GET(self, posted=""):
         host = self.headers.get("Host", "")
         with open(log, "a") as f:
             f.write(host + "\n")
-        body = ("site %s: the content of %s\n" % (host, host)).encode()
+        body = ("site %s: the content of %s%s\n" % (host, host, posted)).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+    def do_POST(self):
+        n = len(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        self.do_GET(", %d bytes posted" % n)
+    def send_error(self, *a, **k):
+        super().send_error(*a, **k)
+        if past_errors:
+            self.close_connection = False
     def log_message(self, *a):
         pass
 # (Not HTTPServer, whose bind asks reverse DNS for the address.)
@@ -52,8 +63,21 @@ type Vhosts struct {
 // stops it.
 func (h *Host) ServeVhosts(t testing.TB) *Vhosts {
 	t.Helper()
+	return h.serveVhosts(t, "0")
+}
+
+// ServeVhostsPastErrors starts a server as ServeVhosts does, which answers
+// a request it cannot parse 400 and reads on, where Python's would close
+// the connection.
+func (h *Host) ServeVhostsPastErrors(t testing.TB) *Vhosts {
+	t.Helper()
+	return h.serveVhosts(t, "1")
+}
+
+func (h *Host) serveVhosts(t testing.TB, pastErrors string) *Vhosts {
+	t.Helper()
 	v := &Vhosts{log: filepath.Join(t.TempDir(), "served")}
-	cmd := h.Command("python3", "-c", vhostScript, h.Addr.String(), "0", v.log)
+	cmd := h.Command("python3", "-c", vhostScript, h.Addr.String(), "0", v.log, pastErrors)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
