@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,9 +73,52 @@ func hostPath(p, base string) (string, string) {
 		return "", prob
 	}
 	if !filepath.IsAbs(p) {
-		p = filepath.Join(base, p)
+		p = base + "/" + p
 	}
-	return filepath.Clean(p), ""
+	c := filepath.Clean(p)
+	if prob := dotDotAfterLink(p, c); prob != "" {
+		return "", prob
+	}
+	return c, ""
+}
+
+// dotDotAfterLink refuses a path whose ".." comes after a symbolic link
+// the kernel would follow on the way: it takes that ".." to the link
+// target's parent, where the clean form c names another place (or the
+// same one by chance: refused all the same, since the link can change).
+func dotDotAfterLink(p, c string) string {
+	if !slices.Contains(strings.Split(p, "/"), "..") {
+		return ""
+	}
+	cur, link := "/", ""
+	for _, comp := range strings.Split(p, "/") {
+		switch comp {
+		case "", ".":
+			continue
+		case "..":
+			if link != "" {
+				return fmt.Sprintf("%s has \"..\" after the symbolic link %s: the kernel takes it from the link's target, not from %s; write the path without \"..\" (it cleans to %s)", p, link, filepath.Dir(link), c)
+			}
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, comp)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			// Missing: the kernel walks no further now; a ".." after a
+			// link still counts, since the name may appear.
+			cur = next
+			continue
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			link = next
+			if next, err = filepath.EvalSymlinks(next); err != nil {
+				return ""
+			}
+		}
+		cur = next
+	}
+	return ""
 }
 
 // within reports whether p is dir or lies below it. Both must be clean and
