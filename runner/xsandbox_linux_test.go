@@ -165,6 +165,9 @@ type racer struct {
 	// rootless runs it as uid 4242 (setpriv), a rootless sandbox beside
 	// the test's root ones (see TestXRacerHelper).
 	rootless bool
+	// tools, when set, makes it a file-tools racer of that mode instead
+	// (see xToolsReq; args[0] is its pager config).
+	tools string
 }
 
 // ranRacers checks that the racers of each script acted at least once
@@ -200,6 +203,11 @@ func runRacers(t *testing.T, ws string, protect []string, racers []racer) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if rc.tools != "" {
+				outs[i], errs[i] = runToolsRacer(xToolsReq{WS: ws, Protect: protect, Tag: "s" + strconv.Itoa(i),
+					Peers: len(racers), N: xIterations, Mode: rc.tools, Pager: rc.args[0]})
+				return
+			}
 			if rc.rootless {
 				outs[i], errs[i] = runRootlessRacer(ws, protect, args)
 				return
@@ -325,8 +333,8 @@ func TestIntegrationBrokerAcrossUsers(t *testing.T) {
 	}
 	pager := "[core]\n\tpager = touch " + mark + "; cat\n"
 	runRacers(t, ws, []string{ws + "/**/.git/hooks", ws + "/**/.git/config"}, []racer{
-		{xMkdirRefs, nil, false}, {xRenameConfig, []string{pager, ""}, true},
-		{xMkdirRefs, nil, true}, {xRenameConfig, []string{pager, ""}, false},
+		{xMkdirRefs, nil, false, ""}, {xRenameConfig, []string{pager, ""}, true, ""},
+		{xMkdirRefs, nil, true, ""}, {xRenameConfig, []string{pager, ""}, false, ""},
 	})
 	if hostPagerRuns(t, filepath.Join(ws, "r"), mark) {
 		t.Errorf("the host's git log in r ran the pager a sandbox planted")
@@ -381,8 +389,8 @@ func TestIntegrationBrokerAcrossSandboxes(t *testing.T) {
 				writeFile(t, filepath.Join(ws, "r/config"), restore)
 			}
 			pager := "[core]\n\tpager = touch " + mark + "; cat\n"
-			mk := racer{xMkdirRefs, nil, false}
-			rn := racer{xRenameConfig, []string{pager, restore}, false}
+			mk := racer{xMkdirRefs, nil, false, ""}
+			rn := racer{xRenameConfig, []string{pager, restore}, false, ""}
 			runRacers(t, ws, []string{ws + "/**/.git/hooks", ws + "/**/.git/config"}, []racer{mk, rn, mk, rn})
 			if hostPagerRuns(t, filepath.Join(ws, "r"), mark) {
 				t.Errorf("the host's git log in r ran the pager a sandbox planted")
@@ -393,6 +401,24 @@ func TestIntegrationBrokerAcrossSandboxes(t *testing.T) {
 			assertNoWin(t, ws)
 		})
 	}
+	// The file tools (mounts' Table.Write, behind the MCP write tool and
+	// Files.Write), in a process of their own, against sandboxes: a
+	// config written by the tools while a sandbox completes the shape, and
+	// the shape completed by the tools (r/refs made as a write's parent)
+	// while a sandbox renames a pager config in.
+	t.Run("the file tools against sandboxes on one repository shape", func(t *testing.T) {
+		ws, mark := newSandbox(t).Root, filepath.Join(t.TempDir(), "pager-ran")
+		headlessRepo(t, filepath.Join(ws, "r"))
+		pager := "[core]\n\tpager = touch " + mark + "; cat\n"
+		runRacers(t, ws, []string{ws + "/**/.git/hooks", ws + "/**/.git/config"}, []racer{
+			{xMkdirRefs, nil, false, ""}, {"tools config", []string{pager}, false, "config"},
+			{xRenameConfig, []string{pager, ""}, false, ""}, {"tools refs", []string{pager}, false, "refs"},
+		})
+		if hostPagerRuns(t, filepath.Join(ws, "r"), mark) {
+			t.Errorf("the host's git log in r ran the pager a sandbox or the tools planted")
+		}
+		assertNoWin(t, ws)
+	})
 	t.Run("rename walk against a tree changed meanwhile", func(t *testing.T) {
 		ws := newSandbox(t).Root
 		for _, d := range []string{"x/objects", "x/hookz", "sub"} {
@@ -403,8 +429,8 @@ func TestIntegrationBrokerAcrossSandboxes(t *testing.T) {
 		writeFile(t, filepath.Join(ws, "x/HEAD"), "ref: refs/heads/main\n")
 		writeFile(t, filepath.Join(ws, "x/hookz/pre-commit"), "#!/bin/sh\necho planted\n")
 		runRacers(t, ws, []string{ws + "/**/.git/hooks", ws + "/**/.git/config"}, []racer{
-			{xMoveTree, []string{"sub/.git", "hooks,config", "stop"}, false},
-			{xAddToTree, []string{"config"}, false}, {xAddToTree, []string{"hooks"}, false},
+			{xMoveTree, []string{"sub/.git", "hooks,config", "stop"}, false, ""},
+			{xAddToTree, []string{"config"}, false, ""}, {xAddToTree, []string{"hooks"}, false, ""},
 		})
 		assertNoWin(t, ws)
 		mustNotExist(t, filepath.Join(ws, "sub/.git/hooks"))
@@ -422,9 +448,9 @@ func TestIntegrationBrokerAcrossSandboxes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		add := racer{xAddToTree, []string{"settings.json"}, false}
+		add := racer{xAddToTree, []string{"settings.json"}, false, ""}
 		runRacers(t, ws, []string{ws + "/**/.vscode/settings.json"}, []racer{
-			{xMoveTree, []string{"sub/.vscode", "settings.json", "count"}, false}, add, add,
+			{xMoveTree, []string{"sub/.vscode", "settings.json", "count"}, false, ""}, add, add,
 		})
 		mustNotExist(t, filepath.Join(ws, "sub/.vscode/settings.json"))
 		mustNotExist(t, filepath.Join(ws, "x/.vscode"))
