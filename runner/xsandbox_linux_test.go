@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -258,8 +259,10 @@ func runRootlessRacer(ws string, protect, args []string) (string, error) {
 	if err := os.Chown(home, uid, uid); err != nil {
 		return "", err
 	}
-	self, err := os.Executable()
-	if err != nil {
+	// A copy of this test binary uid 4242 can run: go test builds it in
+	// a directory only root may enter.
+	self := filepath.Join(home, "runner.test")
+	if err := copyExecutable(self); err != nil {
 		return "", err
 	}
 	req, err := json.Marshal(xRacerReq{WS: ws, Protect: protect, Args: args})
@@ -280,6 +283,28 @@ func runRootlessRacer(ws string, protect, args []string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("the rootless racer printed no count: %s", out)
+}
+
+// copyExecutable copies the running test binary to dst, mode 0755.
+func copyExecutable(dst string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	in, err := os.Open(self)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 type xRacerReq struct {
