@@ -31,6 +31,7 @@ go test -c -tags seccomp -o "$work/cordon.test" .
 go test -c -o "$work/netguard.test" ./internal/netguard/
 go test -c -tags seccomp -o "$work/mcpserver.test" ./internal/mcpserver/
 go test -c -o "$work/mounts.test" ./mounts/
+go test -c -o "$work/xlock.test" ./internal/xlock/
 cp bin/cordon "$work/cordon"
 cp -r hack "$work/hack"
 chown -R "$uid:$uid" "$work"
@@ -67,7 +68,9 @@ echo "== macOS's allow-list proxy as uid $uid: curl, git and Python through it, 
 (cd "$work" && "${as_user[@]}" "$work/netguard.test" -test.count=1 -test.run 'TestProxy' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
 echo "== one decision for every writer as uid $uid (rootless): the broker, Files, the MCP write tool and cordon check"
 (cd "$work" && "${as_user[@]}" "$work/mcpserver.test" -test.count=1 -test.run 'Integration' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|decide_test')
-(cd "$work" && "${as_user[@]}" "$work/mounts.test" -test.count=1 -test.run 'TestWritePlantsNoRepository|TestWriteGitCodeProtected|TestWriteGitLinkKernelPath|TestWriteWorktreeKernelPath' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|decide_test')
+(cd "$work" && "${as_user[@]}" "$work/mounts.test" -test.count=1 -test.run 'TestWritePlantsNoRepository|TestWriteLockHeldFailsClosed|TestWriteGitCodeProtected|TestWriteGitLinkKernelPath|TestWriteWorktreeKernelPath' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|decide_test')
+echo "== the cross-sandbox directory lock as uid $uid (rootless): held across processes, fails closed on a directory it cannot read"
+(cd "$work" && "${as_user[@]}" "$work/xlock.test" -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
 echo "== host files cordon writes (report, audit log) as uid $uid (rootless)"
 (cd "$work" && "${as_user[@]}" "$work/hostfile.test" -test.count=1 -test.v 2>&1 | tail -n 20)
 echo "== escape suite as uid $uid (rootless)"

@@ -4,6 +4,7 @@ package mounts
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -27,7 +28,8 @@ func (t *Table) shapeError(rule string) error {
 }
 
 // writeRelevant reports whether any name a write of r makes may matter to
-// package decide's rules (then the write holds decide.Lock).
+// package decide's rules (then the write holds decide.Lock, and each
+// directory it decides on is locked against other processes: lockShape).
 func writeRelevant(r resolution) bool {
 	comps := splitRel(r.rel)
 	for i := range comps {
@@ -49,8 +51,9 @@ func (t *Table) CheckWrite(path string) error {
 	if err != nil || r.rel == "" || !writeRelevant(r) {
 		return err
 	}
-	defer decide.Lock(nil)()
-	err = t.walkWrite(r, nil, nil)
+	locks := decide.Lock()
+	defer locks.Release()
+	err = t.walkWrite(r, locks, nil, nil)
 	var pe *PathError
 	if errors.As(err, &pe) && (pe.Err == ErrReadOnly || pe.Err == ErrDenied) {
 		return t.toolError("write", path, err)
@@ -84,14 +87,41 @@ func fdDir(f *os.File, up decide.Dir) decide.Dir {
 	return d
 }
 
+// lockShape adds to locks (nil: none held, the write matters to no rule)
+// the cross-process lock of the directory whose shape a name made at the
+// sandbox path sp in d may change (decide.ShapeDir), when sp may matter to
+// the rules: a sandbox's broker on the same workspace decides and acts
+// under the same lock. A directory the walk would make (emptyDir) holds
+// nothing yet, and a hooks directory at the entry's root has no parent
+// the tools see (decide decides nothing there): neither is locked. The
+// walk's last verify reads the held directory's place again under the
+// locks, so one moved before its lock was taken is refused (ErrChanged).
+func lockShape(locks *decide.Locks, d decide.Dir, sp string) error {
+	if locks == nil || !decide.Relevant(sp) {
+		return nil
+	}
+	sd, err := decide.ShapeDir(d, sp)
+	if err != nil {
+		return nil // no parent in view: nothing to decide on
+	}
+	if _, ok := sd.(emptyDir); ok {
+		return nil
+	}
+	if err := locks.Add(sd); err != nil {
+		return fmt.Errorf("cannot decide %s: %w", sp, err)
+	}
+	return nil
+}
+
 // walkWrite walks to the directory of r's file, one held descriptor at a
 // time and without following a symbolic link, and decides each missing
 // parent (the deny and protect lists, then package decide) and the file
-// (decide). With finish nil it makes nothing: a missing directory is
-// decided as made and empty. With finish, it makes each allowed parent,
-// performs the rewrite a verdict asks for, and calls finish with the
-// file's directory. content is the file's, or nil when not known.
-func (t *Table) walkWrite(r resolution, content *string, finish func(dir *os.File, name string) error) error {
+// (decide), each under its directory's lock in locks (see lockShape).
+// With finish nil it makes nothing: a missing directory is decided as
+// made and empty. With finish, it makes each allowed parent, performs the
+// rewrite a verdict asks for, and calls finish with the file's directory.
+// content is the file's, or nil when not known.
+func (t *Table) walkWrite(r resolution, locks *decide.Locks, content *string, finish func(dir *os.File, name string) error) error {
 	comps := splitRel(r.rel)
 	dirComps, name := comps[:len(comps)-1], comps[len(comps)-1]
 	root, base, err := openEntryRoot(r.e)
@@ -123,6 +153,9 @@ func (t *Table) walkWrite(r resolution, content *string, finish func(dir *os.Fil
 		if err := t.checkParent(r.e, rel, sp); err != nil {
 			return err
 		}
+		if err := lockShape(locks, d, sp); err != nil {
+			return err
+		}
 		v := decide.Make(rules, d, sp, true)
 		if v.Rule != "" {
 			return t.shapeError(v.Rule)
@@ -146,6 +179,9 @@ func (t *Table) walkWrite(r resolution, content *string, finish func(dir *os.Fil
 		}
 		held = append(held, sub)
 		dir, d = sub, fdDir(sub, d)
+	}
+	if err := lockShape(locks, d, r.sandbox); err != nil {
+		return err
 	}
 	rw, err := t.decideFile(rules, d, r.sandbox, content)
 	if err != nil || finish == nil {

@@ -76,15 +76,18 @@ func openRead(r resolution) (*os.File, int64, error) {
 // same directory, creating missing parent directories. Each name it makes
 // is decided first, all of them before any is made (walkWrite without
 // acting), so that a refused write leaves nothing behind, and again as it
-// makes them, under decide.Lock when one may matter to its rules.
+// makes them, under decide.Lock and the cross-process lock of each
+// directory decided on when one may matter to its rules.
 func (t *Table) writeAtomic(r resolution, content string) error {
+	var locks *decide.Locks
 	if writeRelevant(r) {
-		defer decide.Lock(nil)()
-		if err := t.walkWrite(r, &content, nil); err != nil {
+		locks = decide.Lock()
+		defer locks.Release()
+		if err := t.walkWrite(r, locks, &content, nil); err != nil {
 			return err
 		}
 	}
-	return t.walkWrite(r, &content, replaceFile(content))
+	return t.walkWrite(r, locks, &content, replaceFile(content))
 }
 
 // replaceFile returns walkWrite's last step: the temporary file, written

@@ -277,8 +277,11 @@ func brokerDenials(d []broker.Denial) Explainer {
 		}
 		first := d[0]
 		what := "may read it but never create, change, rename or remove it"
-		if strings.HasPrefix(first.Rule, "deny ") {
+		switch {
+		case strings.HasPrefix(first.Rule, "deny "):
 			what = "may never read, create, change, rename or remove it"
+		case first.Rule == broker.Busy:
+			what = "may try again once the other process lets go of the directory's lock"
 		}
 		detail := fmt.Sprintf("%s of %s was refused by the sandbox's %s: the command %s", first.Op, first.Path, first.Rule, what)
 		if n := len(d) - 1; n > 0 {

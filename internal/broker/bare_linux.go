@@ -10,8 +10,9 @@ import (
 
 // Directories git takes for a repository (HEAD, objects and refs, whatever
 // their name) are guarded by package decide's shape rules, which the file
-// tools ask too; the broker holds decide.Lock around each decision and
-// the call it decides, and performs the one side effect a rule has: a
+// tools ask too; the broker holds decide.Lock and the cross-process lock
+// of the directory decided on around each decision and the call it
+// decides (bareLock, see xlock_linux.go), and performs the one side effect a rule has: a
 // config a completed shape takes is rewritten through a copy of the
 // broker's own (so that a descriptor the command kept open on it writes
 // to a file no longer there), and remembered as the broker's.
@@ -33,15 +34,6 @@ func dirAt(c *call, l loc) decide.Dir {
 		}
 		return decide.FD{Dirfd: up.dir}, nil
 	}}
-}
-
-// bareLock takes the decisions' lock (decide.Lock) when p is relevant
-// and returns its release.
-func (b *Broker) bareLock(p string) func() {
-	if !decide.Relevant(p) {
-		return func() {}
-	}
-	return decide.Lock(nil)
 }
 
 // bareMake decides a name the command makes at l (a file, a directory

@@ -32,6 +32,9 @@ type result struct {
 	// when the descriptor cannot be installed (a full descriptor table):
 	// the kernel's open makes nothing then.
 	created *loc
+	// again says the call's directory moved before its lock was taken
+	// (see xlock_linux.go): it is run again, its paths resolved anew.
+	again bool
 }
 
 func fail(err error) result { return result{fd: -1, errno: errnoOf(err)} }
@@ -59,6 +62,12 @@ func (b *Broker) handle(n *notif, holding bool) bool {
 	} else {
 		unlock := b.nameLock(sc.name)
 		r = sc.run(b, c, n.Args)
+		for i := 0; r.again && i < maxAgain; i++ {
+			r = sc.run(b, c, n.Args)
+		}
+		if r.again {
+			r = fail(unix.EAGAIN)
+		}
 		unlock()
 		if r.errno == unix.EROFS && c.last != "" {
 			b.observe(Denial{Op: sc.name, Path: c.last, Rule: ReadOnly}, c.pid)
@@ -188,7 +197,14 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 			if !read && st.Mode&unix.S_IFMT == unix.S_IFREG && decide.Relevant(l.path) {
 				// Held until the file is open: a shape completed
 				// meanwhile rewrites the config this open would get.
-				unlockBare = b.bareLock(l.path)
+				var r result
+				var locked bool
+				if unlockBare, r, locked = b.bareLock(c, op, l); !locked {
+					if r.again {
+						continue
+					}
+					return r
+				}
 				if rule := b.bareWrite(c, l); rule != "" {
 					unlockBare()
 					b.deny(op, l.path, rule)
@@ -217,46 +233,6 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 	return fail(unix.ELOOP)
 }
 
-// magicFD recognizes the paths that name one of the caller's own
-// descriptors (/dev/stdout, /proc/self/fd/N, ...): the kernel reopens the
-// descriptor's file for them, which is what the broker does too.
-func magicFD(full string) (int, bool) {
-	p := cleanAbs(full)
-	switch p {
-	case "/dev/stdin":
-		return 0, true
-	case "/dev/stdout":
-		return 1, true
-	case "/dev/stderr":
-		return 2, true
-	}
-	for _, pre := range []string{"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"} {
-		if rest, ok := strings.CutPrefix(p, pre); ok {
-			if n, err := strconv.Atoi(rest); err == nil && n >= 0 {
-				return n, true
-			}
-		}
-	}
-	return 0, false
-}
-
-func cleanAbs(p string) string {
-	parts := strings.Split(p, "/")
-	var out []string
-	for _, s := range parts {
-		switch s {
-		case "", ".":
-		case "..":
-			if len(out) > 0 {
-				out = out[:len(out)-1]
-			}
-		default:
-			out = append(out, s)
-		}
-	}
-	return "/" + strings.Join(out, "/")
-}
-
 // reopenCallerFD opens the file behind the caller's descriptor fd again,
 // with flags, as the kernel does for /proc/self/fd/N.
 func (b *Broker) reopenCallerFD(c *call, op string, fd, flags int) result {
@@ -279,15 +255,6 @@ func (b *Broker) reopenCallerFD(c *call, op string, fd, flags int) result {
 		return fail(unix.EACCES)
 	}
 	return result{fd: nfd, cloexec: flags&unix.O_CLOEXEC != 0}
-}
-
-func readlinkat(dir int, name string) (string, error) {
-	buf := make([]byte, unix.PathMax)
-	n, err := unix.Readlinkat(dir, name, buf)
-	if err != nil {
-		return "", err
-	}
-	return string(buf[:n]), nil
 }
 
 // --- names ---------------------------------------------------------------
@@ -315,13 +282,17 @@ func (b *Broker) mkdir(c *call, op string, dirfd int32, pathAddr uint64, mode ui
 	if !b.checkCreate(op, l.path, true) {
 		return fail(unix.EACCES)
 	}
-	defer b.bareLock(l.path)()
+	unlock, r, locked := b.bareLock(c, op, l)
+	if !locked {
+		return r
+	}
+	defer unlock()
 	if !b.bareOK(c, op, l, true) {
 		return fail(unix.EACCES)
 	}
 	unix.Umask(c.umask())
-	if err := unix.Mkdirat(l.dir, l.name, mode); err != nil {
-		return fail(err)
+	if r := landed(unix.Mkdirat(l.dir, l.name, mode), l, true); r.errno != 0 || r.again {
+		return r
 	}
 	b.rememberGuarded(l.path, l.dir, l.name)
 	return ok(0)
@@ -338,12 +309,16 @@ func (b *Broker) mknod(c *call, op string, dirfd int32, pathAddr uint64, mode ui
 	if !b.check(op, l.path) {
 		return fail(unix.EACCES)
 	}
-	defer b.bareLock(l.path)()
+	unlock, r, locked := b.bareLock(c, op, l)
+	if !locked {
+		return r
+	}
+	defer unlock()
 	if !b.bareOK(c, op, l, false) {
 		return fail(unix.EACCES)
 	}
 	unix.Umask(c.umask())
-	return errResult(unix.Mknodat(l.dir, l.name, mode, int(dev)))
+	return landed(unix.Mknodat(l.dir, l.name, mode, int(dev)), l, false)
 }
 
 func (b *Broker) unlink(c *call, op string, dirfd int32, pathAddr uint64, flags int) result {
@@ -379,8 +354,17 @@ func (b *Broker) rename(c *call, op string, a [6]uint64, oldArg, newArg int, fla
 	if !b.check(op, from.path) {
 		return fail(unix.EACCES)
 	}
-	if decide.Relevant(to.path) || flags&unix.RENAME_EXCHANGE != 0 && decide.Relevant(from.path) {
-		defer decide.Lock(nil)()
+	exchange := flags&unix.RENAME_EXCHANGE != 0
+	shape := decide.Relevant(to.path) || exchange && decide.Relevant(from.path)
+	h := b.newHold(op)
+	if shape {
+		h = b.newShapeHold(op)
+	}
+	defer h.release()
+	if shape {
+		if r, locked := h.lockShapes(c, renameShapes(from, to, exchange)...); !locked {
+			return r
+		}
 		if flags == 0 && decide.ConfigReplaced(b.rules(), decide.FD{Dirfd: to.dir}, to.path) {
 			// git replaces a repository's config as config.lock renamed
 			// over it: checked and written through the broker's copy, and
@@ -434,15 +418,10 @@ func (b *Broker) rename(c *call, op string, a [6]uint64, oldArg, newArg int, fla
 		b.deny(op, to.path, rule)
 		return fail(unix.EACCES)
 	}
-	// A directory carries what lies below it: nothing in it may be a
-	// guarded path where it is, nor become one where it goes.
-	if isDir(from) && !b.checkTree(c, op, from, to.path) {
-		return fail(unix.EACCES)
+	if isDir(from) || exchange && isDir(to) {
+		return b.moveTree(c, h, op, from, to, flags)
 	}
-	if flags&unix.RENAME_EXCHANGE != 0 && isDir(to) && !b.checkTree(c, op, to, from.path) {
-		return fail(unix.EACCES)
-	}
-	return errResult(unix.Renameat2(from.dir, from.name, to.dir, to.name, flags))
+	return renamed(unix.Renameat2(from.dir, from.name, to.dir, to.name, flags), from, to, flags)
 }
 
 func (b *Broker) link(c *call, op string, a [6]uint64, flags int) result {
@@ -458,7 +437,11 @@ func (b *Broker) link(c *call, op string, a [6]uint64, flags int) result {
 		b.deny(op, to.path, "protect (a .git file is only written, not linked)")
 		return fail(unix.EACCES)
 	}
-	defer b.bareLock(to.path)()
+	unlock, r, locked := b.bareLock(c, op, to)
+	if !locked {
+		return r
+	}
+	defer unlock()
 	if !b.bareOK(c, op, to, false) {
 		return fail(unix.EACCES)
 	}
@@ -478,7 +461,7 @@ func (b *Broker) link(c *call, op string, a [6]uint64, flags int) result {
 			if fp, err := fdPath(src); err == nil && (!b.check(op, fp) || !b.bareWriteOK(c, op, fp)) {
 				return fail(unix.EACCES)
 			}
-			return errResult(unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(src), to.dir, to.name, unix.AT_SYMLINK_FOLLOW))
+			return landed(unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(src), to.dir, to.name, unix.AT_SYMLINK_FOLLOW), to, false)
 		}
 	}
 	pathAddr := a[1]
@@ -495,7 +478,7 @@ func (b *Broker) link(c *call, op string, a [6]uint64, flags int) result {
 	if !b.check(op, srcPath) || !b.bareWriteOK(c, op, srcPath) {
 		return fail(unix.EACCES)
 	}
-	return errResult(unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), to.dir, to.name, unix.AT_SYMLINK_FOLLOW))
+	return landed(unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), to.dir, to.name, unix.AT_SYMLINK_FOLLOW), to, false)
 }
 
 func (b *Broker) symlink(c *call, op string, targetAddr uint64, dirfd int32, pathAddr uint64) result {
@@ -518,11 +501,15 @@ func (b *Broker) symlink(c *call, op string, targetAddr uint64, dirfd int32, pat
 		b.deny(op, l.path, rule)
 		return fail(unix.EACCES)
 	}
-	defer b.bareLock(l.path)()
+	unlock, r, locked := b.bareLock(c, op, l)
+	if !locked {
+		return r
+	}
+	defer unlock()
 	if !b.bareOK(c, op, l, false) {
 		return fail(unix.EACCES)
 	}
-	return errResult(unix.Symlinkat(target, l.dir, l.name))
+	return landed(unix.Symlinkat(target, l.dir, l.name), l, false)
 }
 
 // chmod changes the mode of the file the path names (following a final
@@ -575,7 +562,15 @@ func (b *Broker) truncate(c *call, op string, pathAddr uint64, length int64) res
 	if !b.check(op, path) {
 		return fail(unix.EACCES)
 	}
-	defer b.bareLock(path)()
+	if decide.Relevant(path) {
+		if l, err := c.atFull(path); err == nil {
+			unlock, r, locked := b.bareLock(c, op, l)
+			if !locked {
+				return r
+			}
+			defer unlock()
+		}
+	}
 	if !b.bareWriteOK(c, op, path) {
 		return fail(unix.EACCES)
 	}

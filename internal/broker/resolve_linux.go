@@ -252,3 +252,52 @@ func readFile(p string) ([]byte, error) {
 	}
 	return buf[:n], nil
 }
+
+// magicFD recognizes the paths that name one of the caller's own
+// descriptors (/dev/stdout, /proc/self/fd/N, ...): the kernel reopens the
+// descriptor's file for them, which is what the broker does too.
+func magicFD(full string) (int, bool) {
+	p := cleanAbs(full)
+	switch p {
+	case "/dev/stdin":
+		return 0, true
+	case "/dev/stdout":
+		return 1, true
+	case "/dev/stderr":
+		return 2, true
+	}
+	for _, pre := range []string{"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"} {
+		if rest, ok := strings.CutPrefix(p, pre); ok {
+			if n, err := strconv.Atoi(rest); err == nil && n >= 0 {
+				return n, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func cleanAbs(p string) string {
+	parts := strings.Split(p, "/")
+	var out []string
+	for _, s := range parts {
+		switch s {
+		case "", ".":
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		default:
+			out = append(out, s)
+		}
+	}
+	return "/" + strings.Join(out, "/")
+}
+
+func readlinkat(dir int, name string) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(dir, name, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}

@@ -73,7 +73,7 @@ func Relevant(p string) bool {
 		return true
 	}
 	// The parent's name, without allocating: hot on every create.
-	return i >= 6 && strings.EqualFold(p[i-6:i], "/hooks")
+	return InHooks(p)
 }
 
 func present(d Dir, name string) bool {
