@@ -13,8 +13,8 @@ import (
 // writes there (a secret it creates at a/b/.env, a hook) to where the
 // link points, which no rule guards: `ln -s z a` with a/b/.env denied made
 // the host's new secret readable as z/b/.env. No symlink is made, renamed
-// or carried in a renamed directory to such a place; the host's later
-// write lands where the rule holds.
+// carried in a renamed directory or hard-linked to such a place; the
+// host's later write lands where the rule holds.
 func TestIntegrationBrokerNoSymlinkAboveGuarded(t *testing.T) {
 	sb := newSandbox(t)
 	ws := sb.Root
@@ -26,6 +26,10 @@ func TestIntegrationBrokerNoSymlinkAboveGuarded(t *testing.T) {
 		{"symlink renamed there", "mkdir -p z && ln -s z t1 && mv -T t1 a", "a"},
 		{"symlink carried in a directory", "mkdir -p q z && ln -s ../z q/b && mv -T q a", "q"},
 		{"symlink at a protect path's ancestor", "mkdir -p z && ln -s z h", "h"},
+		// ln -P: linkat without AT_SYMLINK_FOLLOW, a second name for the
+		// symlink itself (the second hostile review's route).
+		{"hard link of a symlink", "mkdir -p z && ln -s z s2 && ln -P s2 a", "a"},
+		{"hard link of a symlink at a protect path's ancestor", "mkdir -p z && ln -s z s3 && ln -P s3 h", "h"},
 	} {
 		_ = os.RemoveAll(filepath.Join(ws, "a"))
 		out := run(t, sb, "", sh(tc.script)...)

@@ -43,30 +43,6 @@ type ReadPolicy interface {
 	RefuseRead(p string) string
 }
 
-// LeadPolicy is a Policy that also names the rule whose guarded path lies
-// below p: a symlink at p would send the host's later writes to that path
-// (a secret it creates, a hook git makes) somewhere the rule does not
-// reach. A Policy without it allows such symlinks.
-type LeadPolicy interface {
-	Policy
-	// Leads returns the rule whose guarded path (a path entry, or a
-	// pattern's literal prefix) lies strictly below the sandbox path p,
-	// or "".
-	Leads(p string) string
-}
-
-// leads returns the refusal of a symlink at p (see LeadPolicy), or "".
-func (b *Broker) leads(p string) string {
-	lp, ok := b.policy.(LeadPolicy)
-	if !ok {
-		return ""
-	}
-	if rule := lp.Leads(p); rule != "" {
-		return rule + " (a symlink at " + p + " would send the host's writes below it elsewhere)"
-	}
-	return ""
-}
-
 // Denial is one refused call.
 type Denial struct {
 	// Op is the system call ("openat", "mkdir", "rename", ...).

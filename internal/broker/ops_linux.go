@@ -461,6 +461,9 @@ func (b *Broker) link(c *call, op string, a [6]uint64, flags int) result {
 			if fp, err := fdPath(src); err == nil && (!b.check(op, fp) || !b.bareWriteOK(c, op, fp)) {
 				return fail(unix.EACCES)
 			}
+			if !b.linkedSymlinkOK(op, src, to) {
+				return fail(unix.EACCES)
+			}
 			return landed(unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(src), to.dir, to.name, unix.AT_SYMLINK_FOLLOW), to, false)
 		}
 	}
@@ -476,6 +479,9 @@ func (b *Broker) link(c *call, op string, a [6]uint64, flags int) result {
 	// A second name for a protected or denied file would be a way to
 	// write or read it.
 	if !b.check(op, srcPath) || !b.bareWriteOK(c, op, srcPath) {
+		return fail(unix.EACCES)
+	}
+	if !b.linkedSymlinkOK(op, fd, to) {
 		return fail(unix.EACCES)
 	}
 	return landed(unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), to.dir, to.name, unix.AT_SYMLINK_FOLLOW), to, false)
