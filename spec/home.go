@@ -53,6 +53,18 @@ var HomeProtect = []string{
 	// Coding agents' user settings: hooks and MCP servers for every project.
 	".claude", ".claude.json", ".codex", ".gemini", ".cursor", ".copilot",
 	".config/opencode", ".codeium", ".aider.conf.yml", ".continue", ".amazonq", ".kiro",
+	// Found by the second hostile review of issue 21, and their kin: what
+	// an interpreter, a debugger or a build tool loads at its start from
+	// the home: Python's user site (a .pth line runs at every start) and
+	// start-up files, bash-completion's user file, Gradle's init scripts,
+	// Maven's settings (mirrors, credentials), Neovim's and Vim's data
+	// folders on the runtimepath, gdb, psql, irb, R, IPython, Mercurial,
+	// direnv's rc, and the user's systemd and cron-less timers above.
+	".local/lib", ".local/share/nvim", ".local/share/vim", ".pythonrc", ".pythonrc.py",
+	".bash_completion", ".bash_completion.d", ".local/share/bash-completion",
+	".gradle/init.d", ".gradle/init.gradle", ".gradle/gradle.properties", ".m2/settings.xml",
+	".gdbinit", ".config/gdb", ".psqlrc", ".irbrc", ".pryrc", ".Rprofile", ".ipython", ".hgrc",
+	".direnvrc", ".config/direnv", ".wgetrc", ".curlrc", ".netrc",
 }
 
 // homeParents are the directories whose entries are home directories.
