@@ -101,7 +101,10 @@ func runMain(args []string) int {
 // may leave cordon deaf to SIGTERM.
 func runInTerminal(s *cordon.Sandbox, argv []string, dir string) (cordon.Result, error) {
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGWINCH)
+	// SIGHUP too: a hung-up terminal is passed on to the command as a
+	// terminal passes it to its foreground job, and the caller's
+	// terminal is restored when the run ends, not left raw.
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGWINCH)
 	defer signal.Stop(sigs)
 	opts := []cordon.RunOption{cordon.Stdin(os.Stdin), cordon.Stdout(os.Stdout), cordon.Stderr(os.Stderr), cordon.Notify(sigs), cordon.Dir(dir)}
 	if c, err := console.ConsoleFromFile(os.Stdin); err == nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -167,5 +168,54 @@ func TestRunCannotRewriteItsConfig(t *testing.T) {
 	}
 	if strings.Contains(res.stdout, `"event"`) {
 		t.Fatalf("the command read the audit log: %q", res.stdout)
+	}
+}
+
+// TestRunRestoresTerminalOnHangup: a TTY run whose terminal hangs up
+// (SIGHUP to cordon) passes the hangup on to the command and puts the
+// caller's terminal back as it was: it was left raw (-icanon) before.
+func TestRunRestoresTerminalOnHangup(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("no script(1)")
+	}
+	ws := t.TempDir()
+	out := filepath.Join(t.TempDir(), "after")
+	line := cordonBin + " run --profile workspace -- sh -c 'echo ready; sleep 60'; echo rc=$? > " + out + "; stty -a >> " + out
+	cmd := exec.Command(script, "-qfec", line, "/dev/null")
+	cmd.Dir = ws
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 256)
+	var seen string
+	for !strings.Contains(seen, "ready") {
+		n, err := stdout.Read(buf)
+		if err != nil {
+			t.Fatalf("no ready line: %v (%q)", err, seen)
+		}
+		seen += string(buf[:n])
+	}
+	// cordon is script's grandchild: the shell's child.
+	pids, _ := exec.Command("pgrep", "-f", "-x", cordonBin+" run --profile workspace -- sh -c echo ready; sleep 60").Output()
+	fields := strings.Fields(string(pids))
+	if len(fields) != 1 {
+		t.Fatalf("cordon's pid: %q", pids)
+	}
+	if err := exec.Command("kill", "-HUP", fields[0]).Run(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, stdout)
+	_ = cmd.Wait()
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "rc=129") || strings.Contains(string(b), "-icanon") || !strings.Contains(string(b), "icanon") {
+		t.Fatalf("after the hangup: %s; want rc=129 and the terminal canonical again", b)
 	}
 }
