@@ -155,24 +155,19 @@ func New(sb *spec.Sandbox) (*Table, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	// Matched: the configured lists and what spec.WithAliases adds, as
-	// the kernel backends get it (the same host file at every sandbox
-	// path that shows it; what protected git configs include, their
-	// core.hooksPath and the programs they name), so the file tools and
-	// check refuse what the sandbox's processes are refused.
-	al := spec.WithAliases(sb)
-	denyM, protectM := slices.Clone(t.denyCfg), slices.Clone(t.protectCfg)
-	for _, d := range al.Deny {
-		if filepath.IsAbs(d) {
-			denyM = appendUnique(denyM, d)
-		}
-	}
-	for _, p := range al.Protect {
+	// Matched: the configured lists and what spec.WithAliases adds for
+	// git, as the kernel backends get it (what protected git configs
+	// include, their core.hooksPath and the programs they name), so the
+	// file tools and check refuse what the sandbox's processes are
+	// refused. The aliases of every entry the table finds itself, on
+	// host paths (expand).
+	protectM := slices.Clone(t.protectCfg)
+	for _, p := range spec.GitProtect(sb) {
 		if filepath.IsAbs(p) {
 			protectM = appendUnique(protectM, p)
 		}
 	}
-	t.denyS, t.denyH = t.expand(denyM)
+	t.denyS, t.denyH = t.expand(t.denyCfg)
 	// The host's secrets are denied wherever a zone shows them (a mount of
 	// /etc at /hostetc), whatever system says: matched as host paths
 	// only, as spec.WithAliases masks them in the sandbox.

@@ -102,7 +102,21 @@ func newBrokerRule(kind, path string) brokerRule {
 }
 
 func newBrokerPolicy(sb *spec.Sandbox) brokerPolicy {
-	sb = spec.WithAliases(sb)
+	return aliasedBrokerPolicy(spec.WithAliases(sb))
+}
+
+// policy is the broker's policy of run: from the sandbox its plan worked
+// the aliases out for (spec.Plan.Aliased), so that they are worked out
+// once a run (each time reads every entry's links and the git configs).
+func (run *linuxRun) policy() brokerPolicy {
+	if run.specPlan != nil && run.specPlan.Aliased != nil {
+		return aliasedBrokerPolicy(run.specPlan.Aliased)
+	}
+	return newBrokerPolicy(run.eff)
+}
+
+// aliasedBrokerPolicy is newBrokerPolicy of a sandbox WithAliases made.
+func aliasedBrokerPolicy(sb *spec.Sandbox) brokerPolicy {
 	var p brokerPolicy
 	for _, d := range sb.Deny {
 		p.rules = append(p.rules, newBrokerRule("deny", d))

@@ -90,12 +90,66 @@ type denyWatcher struct {
 	done   chan struct{}
 }
 
+// denyNearZone reports whether a deny entry (a pattern by its literal
+// prefix), as written or with its symlinks resolved, lies in or above the
+// workspace or a mount, at its source or its target: only then can the
+// host make a denied name the sandbox shows. A cheap test before the
+// aliases are worked out (spec.WithAliases reads every entry's links and
+// the git configs), which every run with only the trust store denied
+// would otherwise pay.
+func denyNearZone(sb *spec.Sandbox) bool {
+	var zones []string
+	add := func(p string) {
+		if p == "" {
+			return
+		}
+		zones = append(zones, p)
+		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+			zones = append(zones, r)
+		}
+	}
+	add(sb.Root)
+	for _, m := range sb.Mounts {
+		add(m.Source)
+		add(m.Target)
+	}
+	if sb.System.Kind == spec.SystemRootfs {
+		return true
+	}
+	near := func(a, b string) bool {
+		return a == b || b == "/" || a == "/" || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
+	}
+	for _, d := range sb.Deny {
+		start := d
+		if spec.IsPattern(d) {
+			start = spec.LiteralPrefix(d)
+		}
+		forms := []string{start}
+		for a := start; a != "/" && a != "."; a = filepath.Dir(a) {
+			if r, err := filepath.EvalSymlinks(a); err == nil {
+				if r != a {
+					forms = append(forms, filepath.Join(r, strings.TrimPrefix(start, a)))
+				}
+				break
+			}
+		}
+		for _, f := range forms {
+			for _, z := range zones {
+				if near(f, z) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // newDenyWatcher returns the watcher of sb's deny entries (aliases
 // included), or nil when sb has none, strict_deny holds them, or none lies
 // where the sandbox shows a host directory (every run denies cordon's
 // trust store, which a sandbox rarely shows): such a run starts nothing.
 func newDenyWatcher(sb *spec.Sandbox) *denyWatcher {
-	if sb.StrictDeny || len(sb.Deny) == 0 {
+	if sb.StrictDeny || len(sb.Deny) == 0 || !denyNearZone(sb) {
 		return nil
 	}
 	sb = spec.WithAliases(sb)

@@ -220,7 +220,7 @@ func (s *linuxSession) awaitReady(ctx context.Context, initErr *TailBuffer) erro
 	go func() {
 		// The init sends its seccomp listener first, then "R": the
 		// broker serves it before any command can run.
-		s.run.brk.serve(s.ctrl, sessionPolicy{newBrokerPolicy(s.eff), &s.denials}, s.run.brokerCreds())
+		s.run.brk.serve(s.ctrl, sessionPolicy{s.run.policy(), &s.denials}, s.run.brokerCreds())
 		if err := s.run.brk.err; err != nil {
 			ready <- err
 			return

@@ -285,7 +285,7 @@ func (run *linuxRun) broker() error {
 	run.onEnd(func() { l.stop() })
 	run.lp.ExtraFiles = append(run.lp.ExtraFiles, l.theirs)
 	l.serving.Store(true)
-	go l.serve(l.mine, newBrokerPolicy(run.eff), run.brokerCreds())
+	go l.serve(l.mine, run.policy(), run.brokerCreds())
 	return nil
 }
 

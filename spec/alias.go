@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -68,6 +69,23 @@ func WithAliases(sb *Sandbox) *Sandbox {
 	return c
 }
 
+// GitProtect returns the protect entries WithAliases adds for git, as
+// host paths without their aliases: the hooks and config of a read-write
+// mount of a git directory, what protected git configs include, and what
+// they and the host's global configs name as code (a core.hooksPath, a
+// program). The mount table matches host paths itself, so it takes these
+// rather than every alias WithAliases works out.
+func GitProtect(sb *Sandbox) []string {
+	g := gitDirMounts(sb)
+	out := slices.Clone(g)
+	if len(g) > 0 {
+		sb = sb.Clone()
+		sb.Protect = append(sb.Protect, g...)
+	}
+	out = append(out, gitIncludes(sb)...)
+	return append(out, gitCodePaths(sb)...)
+}
+
 func appendAliases(out, paths []string, zones []aliasZone) []string {
 	for _, p := range paths {
 		forms := hostForms(p)
@@ -119,20 +137,33 @@ func innermostZone(zones []aliasZone, p string) (aliasZone, bool) {
 }
 
 // hostForms is p as written and, when it differs, with symbolic links
-// resolved on the host (of its longest existing ancestor).
+// resolved on the host (of its longest existing ancestor). One walk from
+// the root, a lstat a name (a link's target resolved where one is met):
+// every protect entry that does not exist yet is asked, at every build.
 func hostForms(p string) []string {
 	out := []string{p}
-	rest := ""
-	for cur := p; ; cur = filepath.Dir(cur) {
-		if r, err := filepath.EvalSymlinks(cur); err == nil {
-			if full := filepath.Join(r, rest); full != p {
-				out = append(out, full)
-			}
-			return out
-		}
-		if cur == "/" || cur == "." {
-			return out
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
+	if !filepath.IsAbs(p) {
+		return out
 	}
+	comps := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	cur, i := "/", 0
+	for ; i < len(comps); i++ {
+		next := filepath.Join(cur, comps[i])
+		fi, err := os.Lstat(next)
+		if err != nil {
+			break
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			r, err := filepath.EvalSymlinks(next)
+			if err != nil {
+				break // dangling: cur is the longest existing ancestor
+			}
+			next = r
+		}
+		cur = next
+	}
+	if full := filepath.Join(cur, strings.Join(comps[i:], "/")); full != p {
+		out = append(out, full)
+	}
+	return out
 }

@@ -29,6 +29,10 @@ type Plan struct {
 	// Unenforced are the keys of the parts of the sandbox that are not
 	// enforced, as AnnotationUnenforced lists them.
 	Unenforced []string
+	// Aliased is the sandbox the spec was made from, with its aliases
+	// (WithAliases): the other enforcement of the same run (the broker's
+	// policy) takes it rather than work them out again.
+	Aliased *Sandbox
 }
 
 // NewPlan translates sb into the plan of a run of proc: ToOCI's spec, the
@@ -52,7 +56,7 @@ func newPlan(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) 
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Spec: s, Placeholders: phs, Guarded: GuardedPaths(sb)}
+	p := &Plan{Spec: s, Placeholders: phs, Guarded: GuardedPaths(sb), Aliased: sb}
 	if u, ok := s.Annotations[AnnotationUnenforced]; ok {
 		if err := json.Unmarshal([]byte(u), &p.Unenforced); err != nil {
 			return nil, fmt.Errorf("annotations: %w", err)
