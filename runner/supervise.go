@@ -112,11 +112,11 @@ func Supervise(ctx context.Context, req Request, s Supervised) Ended {
 				if s.Resize != nil {
 					s.Resize()
 				}
-			case (sys == syscall.SIGINT || sys == syscall.SIGTERM || sys == syscall.SIGHUP) && interrupts > 0:
+			case (sys == syscall.SIGINT || sys == syscall.SIGTERM) && interrupts > 0:
 				end.Canceled, end.Interrupted = true, true
 				s.Kill()
 			default:
-				if sys == syscall.SIGINT || sys == syscall.SIGTERM || sys == syscall.SIGHUP {
+				if sys == syscall.SIGINT || sys == syscall.SIGTERM {
 					interrupts++
 				}
 				s.Signal(sys)
