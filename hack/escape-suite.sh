@@ -785,7 +785,7 @@ case_protect_metadata() {
   chmod 644 "$ws/sub/.git/hooks/pre-commit"
   local st script
   st="$(stat -c '%a %Y' "$ws/sub/.git/hooks/pre-commit")"
-  printf 'sandbox:\n  root: %s\n  protect: ["**/.git/hooks"]\n' "$ws" >"$d/cordon.yaml"
+  printf 'sandbox:\n  root: %s\n  protect: ["**/.git/hooks"]\n  protect_defaults: false\n' "$ws" >"$d/cordon.yaml"
   for script in 'chmod +x sub/.git/hooks/pre-commit' \
     'python3 -c "import os; os.fchmod(os.open(\"sub/.git/hooks/pre-commit\", os.O_RDONLY), 0o755)"' \
     'touch -d @1 sub/.git/hooks/pre-commit'; do

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,7 +19,7 @@ var DefaultEnvPass = []string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"
 
 var (
 	topKeys     = []string{"sandbox", "delegation", "audit", "audit_required", "session"}
-	sandboxKeys = []string{"root", "readonly", "mounts", "deny", "strict_deny", "protect", "network", "system", "limits", "env", "require_os_sandbox", "allow_home_workspace"}
+	sandboxKeys = []string{"root", "readonly", "mounts", "deny", "strict_deny", "protect", "protect_defaults", "network", "system", "limits", "env", "require_os_sandbox", "allow_home_workspace"}
 	mountKeys   = []string{"source", "target", "readonly", "name", "suffixes", "max_file_bytes"}
 )
 
@@ -134,10 +135,23 @@ func (d *decoder) sandbox(n *yaml.Node, base string, sb *Sandbox) {
 	if v := f["strict_deny"]; !isNull(v) {
 		sb.StrictDeny, _ = d.boolean(v, sub(field, "strict_deny"))
 	}
-	if raw, present := d.strList(f["protect"], sub(field, "protect")); present {
-		sb.Protect = d.rootRelative(raw, sb.Root, rootOK)
-	} else if rootOK {
+	// protect adds to the built-in list; protect_defaults: false leaves
+	// the list out (a config that writes protect: [secrets/] must not
+	// make .envrc or .git/hooks writable by the way).
+	defaults := true
+	if v := f["protect_defaults"]; !isNull(v) {
+		defaults, _ = d.boolean(v, sub(field, "protect_defaults"))
+	}
+	sb.Protect = []string{}
+	if defaults && rootOK {
 		sb.Protect = joinAll(sb.Root, DefaultProtect)
+	}
+	if raw, present := d.strList(f["protect"], sub(field, "protect")); present {
+		for _, p := range d.rootRelative(raw, sb.Root, rootOK) {
+			if !slices.Contains(sb.Protect, p) {
+				sb.Protect = append(sb.Protect, p)
+			}
+		}
 	}
 	if v := f["network"]; !isNull(v) {
 		sb.Network, _ = d.network(v, sub(field, "network"))

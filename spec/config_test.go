@@ -234,8 +234,19 @@ func TestParseNormalizes(t *testing.T) {
 			eq(t, c.Sandbox.Protect, joinAll(tree, DefaultProtect))
 			eq(t, c.Audit, "")
 		}},
-		{"protect off", "sandbox: {protect: []}", func(t *testing.T, c *Config) {
+		{"protect off", "sandbox: {protect_defaults: false}", func(t *testing.T, c *Config) {
 			eq(t, len(c.Sandbox.Protect), 0)
+		}},
+		{"protect: [] keeps the built-in list", "sandbox: {protect: []}", func(t *testing.T, c *Config) {
+			eq(t, c.Sandbox.Protect, joinAll(tree, DefaultProtect))
+		}},
+		// Issue 23: uncommenting the starter file's protect: [secrets/]
+		// made .envrc, .vscode and .bashrc writable.
+		{"protect adds to the built-in list", "sandbox: {protect: [secrets/, .envrc]}", func(t *testing.T, c *Config) {
+			eq(t, c.Sandbox.Protect, append(joinAll(tree, DefaultProtect), tree+"/secrets"))
+		}},
+		{"protect_defaults: false with a list", "sandbox: {protect: [secrets/], protect_defaults: false}", func(t *testing.T, c *Config) {
+			eq(t, c.Sandbox.Protect, []string{tree + "/secrets"})
 		}},
 		{"protect null keeps the default", "sandbox: {protect: }", func(t *testing.T, c *Config) {
 			eq(t, c.Sandbox.Protect, joinAll(tree, DefaultProtect))
@@ -244,7 +255,8 @@ func TestParseNormalizes(t *testing.T) {
 sandbox:
   root: project
   deny: [secrets/, ./secrets, /etc/ssh/, ~/.aws, "../outside"]
-  protect: [.git/hooks/]`, func(t *testing.T, c *Config) {
+  protect: [.git/hooks/]
+  protect_defaults: false`, func(t *testing.T, c *Config) {
 			eq(t, c.Sandbox.Deny, []string{project + "/secrets", "/etc/ssh", home + "/.aws", tree + "/outside"})
 			eq(t, c.Sandbox.Protect, []string{project + "/.git/hooks"})
 		}},

@@ -8,13 +8,13 @@ import (
 	"time"
 )
 
-// DefaultProtect is the protect list used when a config has no `protect`
-// key, relative to the root. Each entry is something a process can plant to
+// DefaultProtect is the built-in protect list, relative to the root: a
+// config's `protect` entries add to it, and `protect_defaults: false`
+// leaves it out. Each entry is something a process can plant to
 // run code outside the sandbox later, when a person or a tool trusts the
 // workspace: git hooks and git config (core.hooksPath, aliases, filters),
 // shell start-up files, direnv's .envrc, and the settings folders of editors
 // and coding agents, which can declare commands or MCP servers to start.
-// `protect: []` turns the list off.
 var DefaultProtect = []string{
 	".git/hooks",
 	".git/config",

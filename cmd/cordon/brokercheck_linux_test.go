@@ -25,7 +25,7 @@ func TestCheckAgreesWithBroker(t *testing.T) {
 	writeFile(t, filepath.Join(ws, "sub/.env"), "TOKEN=x\n")
 	writeFile(t, filepath.Join(ws, "run/s.sh"), "#!/bin/sh\n")
 	cfg := filepath.Join(ws, "cordon.yaml")
-	writeFile(t, cfg, "sandbox:\n  root: .\n  protect: [\"**/.git/hooks\"]\n  deny: [\"**/.env\"]\n  strict_deny: true\n")
+	writeFile(t, cfg, "sandbox:\n  root: .\n  protect: [\"**/.git/hooks\"]\n  protect_defaults: false\n  deny: [\"**/.env\"]\n  strict_deny: true\n")
 	for _, tc := range []struct {
 		op, path string
 		code     int

@@ -27,9 +27,10 @@ sandbox:
   system: host           # the host's /usr, /bin, /lib, /etc, read-only
   network: false         # or true, or {allow: ["github.com:443", "*.pypi.org"]}
   deny: [.env]           # hidden from commands and the file tools
-  # protect: [secrets/]  # readable, never writable; .git/hooks, .git/config,
-  #                      # cordon.yaml, shell rc files and editor folders
-  #                      # are protected already
+  # protect: [secrets/]  # readable, never writable; adds to the built-in
+  #                      # list (.git/hooks, .git/config, cordon.yaml, shell
+  #                      # rc files, editor and agent folders), which
+  #                      # protect_defaults: false leaves out
   # mounts:              # more host folders
   #   - source: ~/.cache/pip
   #     target: /cache

@@ -514,7 +514,7 @@ s.sendall(struct.pack("<IHHIIII", 0x43445243, 1, 2, 0, 0, 0, 0) + bytes(8))
 print("reply:", s.recv(200))
 `
 			cfg := filepath.Join(parent, "other.yaml")
-			yaml := fmt.Sprintf("sandbox:\n  root: %s\n  protect: []\n  mounts:\n    - {source: %s, target: /ctl, readonly: true}\n", u.ws, u.state)
+			yaml := fmt.Sprintf("sandbox:\n  root: %s\n  protect_defaults: false\n  mounts:\n    - {source: %s, target: /ctl, readonly: true}\n", u.ws, u.state)
 			for p, data := range map[string]string{filepath.Join(u.ws, "stop.py"): stop, cfg: yaml} {
 				if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
 					t.Fatal(err)

@@ -184,7 +184,7 @@ func defaultProtectFixture(t *testing.T) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const short = "  protect: [.git/hooks, .git/config]\n"
+	const short = "  protect: [.git/hooks, .git/config]\n  protect_defaults: false\n"
 	if !strings.Contains(string(b), short) {
 		t.Fatalf("the fixture's config has no %q to drop:\n%s", short, b)
 	}

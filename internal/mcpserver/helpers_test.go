@@ -176,6 +176,7 @@ func newFixture(t *testing.T, extra string) fixture {
     - {source: data, name: data, suffixes: [.json], max_file_bytes: 64}
   deny: [.env]
   protect: [.git/hooks, .git/config]
+  protect_defaults: false
   limits: {timeout: 20s}
 audit: audit.jsonl
 ` + extra
