@@ -40,11 +40,11 @@ var onlyCordonRun = []string{
 type Bundle struct {
 	// Dir is the bundle directory: config.json and rootfs.
 	Dir string
-	// Placeholders are the missing deny and protect paths created on the
-	// host so that the runtime can guard them; they must stay while the
-	// bundle is used (cordon run needs none: its broker refuses creating
-	// them).
-	Placeholders []string
+	// Unguarded are the deny and protect paths missing at export, in
+	// writable zones: a stock runtime cannot cover them without making
+	// them on the host, so the bundle leaves them out (cordon run's broker
+	// refuses creating them).
+	Unguarded []string
 	// OnlyCordon lists what only `cordon run` enforces (also in the
 	// config's AnnotationOnlyCordon annotation).
 	OnlyCordon []string
@@ -55,7 +55,8 @@ type Bundle struct {
 // plan a `cordon run` would use, as root, with its rootfs skeleton, an
 // ociVersion those runtimes take, no cgroups path of cordon's own (the
 // runtime names the cgroup after the container), plain read-only binds
-// for files (crun refuses "rro" on a file) and the placeholders created.
+// for files (crun refuses "rro" on a file), and nothing written outside
+// dir: the missing deny and protect paths are listed (Unguarded).
 func WriteBundle(dir string, sb *spec.Sandbox, args []string) (*Bundle, error) {
 	if err := emptyDir(dir); err != nil {
 		return nil, err
@@ -72,9 +73,10 @@ func WriteBundle(dir string, sb *spec.Sandbox, args []string) (*Bundle, error) {
 	ro := runOptions(BackendLibcontainer, "bundle", rootfs, ProbeHost())
 	ro.CgroupsPath = ""
 	ro.NetworkGuarded = false
-	// A stock runtime has no broker: the missing deny and protect paths
-	// become directories its mounts can cover.
-	ro.Placeholders = true
+	// A stock runtime has no broker, and a mount over a missing path
+	// would make it on the host: the missing deny and protect paths are
+	// left out and listed instead. A bundle never changes the workspace
+	// (placeholder directories named .git/commondir broke git there).
 	p, enf, err := Plan(BackendLibcontainer, sb, process(args, cwd, false), ro)
 	if err != nil {
 		return nil, err
@@ -89,8 +91,12 @@ func WriteBundle(dir string, sb *spec.Sandbox, args []string) (*Bundle, error) {
 	if len(sb.Network.Allow) > 0 {
 		b.OnlyCordon = append(b.OnlyCordon, "the network allow list: the bundle has loopback only")
 	}
-	if b.Placeholders, err = makePlaceholders(p.Placeholders); err != nil {
-		return nil, err
+	for _, ph := range spec.MissingGuarded(p.Aliased) {
+		b.Unguarded = append(b.Unguarded, ph.Path())
+	}
+	if len(b.Unguarded) > 0 {
+		b.OnlyCordon = append(b.OnlyCordon, "the deny and protect paths missing at export ("+strings.Join(b.Unguarded, " ")+
+			"): a stock runtime can only cover what exists, and cordon run's broker refuses creating them")
 	}
 	s := p.Spec
 	s.Version = BundleOCIVersion
@@ -200,55 +206,4 @@ func emptyDir(dir string) error {
 		return fmt.Errorf("%s is not empty; give a new or empty directory", dir)
 	}
 	return nil
-}
-
-// makePlaceholders creates the missing directories of each placeholder,
-// recording each one it creates (parents first) so they can be removed
-// afterwards. It descends from the zone's directory with openat and
-// O_NOFOLLOW and creates with mkdirat, so a symlink in the workspace can
-// never make it create a directory elsewhere on the host: a symlink on the
-// way is an error (the run is refused).
-func makePlaceholders(phs []spec.Placeholder) (created []string, err error) {
-	for _, ph := range phs {
-		c, err := makePlaceholder(ph)
-		created = append(created, c...)
-		if err != nil {
-			return created, fmt.Errorf("cannot guard %s: %w", ph.Path(), err)
-		}
-	}
-	return created, nil
-}
-
-func makePlaceholder(ph spec.Placeholder) (created []string, err error) {
-	dir, err := unix.Open(ph.Zone, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: ph.Zone, Err: err}
-	}
-	defer func() { unix.Close(dir) }()
-	cur := ph.Zone
-	for _, name := range strings.Split(ph.Rel, "/") {
-		if name == "" || name == "." || name == ".." {
-			return created, fmt.Errorf("bad path component %q", name)
-		}
-		cur = filepath.Join(cur, name)
-		next, err := unix.Openat(dir, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if errors.Is(err, unix.ENOENT) {
-			if err := unix.Mkdirat(dir, name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
-				return created, &os.PathError{Op: "mkdir", Path: cur, Err: err}
-			} else if err == nil {
-				created = append(created, cur)
-			}
-			next, err = unix.Openat(dir, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		}
-		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			return created, fmt.Errorf("%s is a symlink or a file; cordon does not create placeholders through it "+
-				"(replace it by a directory, or remove the deny/protect entry beneath it): %w", cur, ErrUnenforceable)
-		}
-		if err != nil {
-			return created, &os.PathError{Op: "open", Path: cur, Err: err}
-		}
-		unix.Close(dir)
-		dir = next
-	}
-	return created, nil
 }

@@ -543,6 +543,12 @@ func (p Placeholder) Path() string { return filepath.Join(p.Zone, p.Rel) }
 // symlinks.
 func PlaceholderDirs(sb *Sandbox) []Placeholder { return placeholders(sb, os.Lstat) }
 
+// MissingGuarded returns the deny and protect paths of sb (a sandbox
+// WithAliases made, as Plan.Aliased) in writable zones that do not exist
+// now: what a runtime without cordon's broker could only guard by
+// making them on the host.
+func MissingGuarded(sb *Sandbox) []Placeholder { return placeholders(sb, os.Lstat) }
+
 func placeholders(sb *Sandbox, lstat func(string) (fs.FileInfo, error)) []Placeholder {
 	zones := sandboxZones(sb)
 	var out []Placeholder

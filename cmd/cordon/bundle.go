@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/cordon-run/cordon"
 )
@@ -43,10 +42,6 @@ func bundleMain(args []string) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cordon bundle: %v\n", err)
 		return exitConfig
-	}
-	if n := len(b.Placeholders); n > 0 {
-		fmt.Fprintf(os.Stderr, "cordon bundle: created %d empty directories where deny or protect paths were missing, so that the runtime can guard them "+
-			"(a stock runtime needs them to cover those paths; cordon run needs none, its broker refuses creating them; keep these while the bundle is used): %s\n", n, strings.Join(b.Placeholders, " "))
 	}
 	for _, o := range b.OnlyCordon {
 		fmt.Fprintf(os.Stderr, "cordon bundle: only cordon run enforces: %s\n", o)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,15 +16,18 @@ import (
 
 // TestBundleRunsUnderRuncAndCrun writes a bundle with `cordon bundle` and
 // runs it with stock runc and crun: the workspace is writable, the system
-// read-only, and a protect path that did not exist at export time
-// (.git/hooks) is guarded; config.json declares what those runtimes take
-// and lists what only cordon run enforces.
+// read-only, a protect path that exists (.git/config) is guarded, and one
+// that did not exist at export time (.git/hooks) is listed as what only
+// cordon run enforces, never made on the host: `cordon bundle` leaves the
+// workspace as it was (it once made 20 placeholder directories there,
+// .git/commondir among them, which broke the host's git); config.json
+// declares what those runtimes take.
 func TestBundleRunsUnderRuncAndCrun(t *testing.T) {
 	testenv.RequireSandbox(t)
 	if os.Geteuid() != 0 {
 		t.Skip("stock runc and crun run bundles as root here")
 	}
-	script := "echo hi > note.txt; echo x > /usr/cordon-bundle-x; echo evil > .git/hooks/pre-commit; cat note.txt"
+	script := "echo hi > note.txt; echo x > /usr/cordon-bundle-x; echo evil > .git/hooks/pre-commit; echo evil > .git/config; cat note.txt"
 	for _, rt := range []string{"runc", "crun"} {
 		t.Run(rt, func(t *testing.T) {
 			bin, err := exec.LookPath(rt)
@@ -37,10 +41,15 @@ func TestBundleRunsUnderRuncAndCrun(t *testing.T) {
 			if err := os.MkdirAll(filepath.Join(ws, ".git"), 0o755); err != nil { // no hooks yet
 				t.Fatal(err)
 			}
+			writeFile(t, filepath.Join(ws, ".git/config"), "[core]\n")
+			before := listTree(t, ws)
 			dir := filepath.Join(t.TempDir(), "bundle")
 			r := runCLI(t, ws, "bundle", dir, "--profile", "workspace", "--", "sh", "-c", script)
 			if r.code != 0 || !strings.Contains(r.stderr, "only cordon run enforces") || !strings.Contains(r.stderr, ".git/hooks") {
 				t.Fatalf("cordon bundle: exit %d %q", r.code, r.stderr)
+			}
+			if after := listTree(t, ws); !slices.Equal(before, after) {
+				t.Fatalf("cordon bundle changed the workspace:\nbefore %v\nafter  %v", before, after)
 			}
 			var cfg struct {
 				OCIVersion string `json:"ociVersion"`
@@ -74,8 +83,12 @@ func TestBundleRunsUnderRuncAndCrun(t *testing.T) {
 			if !strings.Contains(string(out), "hi") {
 				t.Fatalf("%s did not run the command: %q", rt, out)
 			}
-			if !strings.Contains(string(out), "cannot create /usr/cordon-bundle-x") || !strings.Contains(string(out), "cannot create .git/hooks/pre-commit") {
+			if !strings.Contains(string(out), "cannot create /usr/cordon-bundle-x") || !strings.Contains(string(out), "cannot create .git/hooks/pre-commit") ||
+				!strings.Contains(string(out), "cannot create .git/config") {
 				t.Fatalf("%s let a write through: %q", rt, out)
+			}
+			if b, err := os.ReadFile(filepath.Join(ws, ".git/config")); err != nil || string(b) != "[core]\n" {
+				t.Fatalf("%s changed the protected .git/config: %q %v", rt, b, err)
 			}
 			for _, p := range []string{"/usr/cordon-bundle-x", filepath.Join(ws, ".git/hooks/pre-commit")} {
 				if _, err := os.Lstat(p); err == nil {
@@ -100,4 +113,22 @@ func isMountPoint(p string) bool {
 		}
 	}
 	return false
+}
+
+// listTree lists every path below dir (relative, sorted), for a before
+// and after comparison.
+func listTree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		out = append(out, strings.TrimPrefix(p, dir))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
