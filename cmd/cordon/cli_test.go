@@ -180,7 +180,7 @@ func TestLimitFlagsValidated(t *testing.T) {
 	}
 }
 
-// TestReadmePythonHelper runs the README's Python helper as printed: with
+// TestReadmePythonHelper runs the Python helper of docs/harness.md as printed: with
 // a worker whose timeout is lower than any fixed --timeout, a run must
 // still go through (the helper passes --timeout only when asked).
 func TestReadmePythonHelper(t *testing.T) {
@@ -189,7 +189,7 @@ func TestReadmePythonHelper(t *testing.T) {
 	if err != nil {
 		t.Skip("no python3")
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/harness.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func init() {
 // profile spelled out, with the other settings commented.
 const starterConfig = `# cordon.yaml: the sandbox of commands run from this folder or below
 # (cordon run, cordon mcp, cordon session start). Relative paths are relative
-# to this file's folder. The README's "Configuration" section lists every field.
+# to this file's folder. docs/config.md in cordon's repository lists every field.
 #
 # cordon uses a discovered cordon.yaml only once you trust it: review this
 # file, then run ` + "`cordon trust`" + `. Any change ends the trust.
