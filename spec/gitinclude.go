@@ -29,19 +29,7 @@ const maxGitIncludes = 256
 // gitIncludes returns the files sb's protected git configs include that
 // lie where the sandbox can write and are not protected already.
 func gitIncludes(sb *Sandbox) []string {
-	var configs []string
-	for _, p := range sb.Protect {
-		if IsPattern(p) || !filepath.IsAbs(p) {
-			continue
-		}
-		switch filepath.Base(p) {
-		case "config", "config.worktree":
-			configs = append(configs, p)
-			if filepath.Base(p) == "config" && filepath.Base(filepath.Dir(p)) == ".git" {
-				configs = append(configs, gitSubConfigs(filepath.Dir(p))...)
-			}
-		}
-	}
+	configs := protectedConfigs(sb)
 	var out []string
 	seen := map[string]bool{}
 	queue := slices.Clone(configs)

@@ -60,6 +60,21 @@ func (b *Broker) bareWrite(c *call, l loc) string {
 	return decide.Write(b.rules(), dirAt(c, l), l.path)
 }
 
+// lockedMake takes the decisions' lock for a name made at l (bareLock)
+// and decides it (bareOK): ok false returns r, the call's result, with
+// the lock released; ok true leaves unlock to the caller.
+func (b *Broker) lockedMake(c *call, op string, l loc, mkdir bool) (unlock func(), r result, ok bool) {
+	unlock, r, locked := b.bareLock(c, op, l)
+	if !locked {
+		return nil, r, false
+	}
+	if !b.bareOK(c, op, l, mkdir) {
+		unlock()
+		return nil, fail(unix.EACCES), false
+	}
+	return unlock, result{}, true
+}
+
 // bareOK decides a name made at l (see bareMake; the caller holds
 // bareLock) and records a refusal.
 func (b *Broker) bareOK(c *call, op string, l loc, mkdir bool) bool {

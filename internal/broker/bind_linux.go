@@ -180,14 +180,11 @@ func (b *Broker) bind(c *call, op string, sockfd int32, addrAddr uint64, addrLen
 	// A socket is a name like any other to git's discovery (it takes a
 	// socket at refs: it only asks access(X_OK)), so the shape rules
 	// decide it as they decide a file made there.
-	unlock, r, locked := b.bareLock(c, op, l)
-	if !locked {
+	unlock, r, made := b.lockedMake(c, op, l, false)
+	if !made {
 		return r
 	}
 	defer unlock()
-	if !b.bareOK(c, op, l, false) {
-		return fail(unix.EACCES)
-	}
 	if len(l.name) > 107 {
 		return fail(unix.EINVAL)
 	}

@@ -282,14 +282,11 @@ func (b *Broker) mkdir(c *call, op string, dirfd int32, pathAddr uint64, mode ui
 	if !b.checkCreate(op, l.path, true) {
 		return fail(unix.EACCES)
 	}
-	unlock, r, locked := b.bareLock(c, op, l)
-	if !locked {
+	unlock, r, made := b.lockedMake(c, op, l, true)
+	if !made {
 		return r
 	}
 	defer unlock()
-	if !b.bareOK(c, op, l, true) {
-		return fail(unix.EACCES)
-	}
 	unix.Umask(c.umask())
 	if r := landed(unix.Mkdirat(l.dir, l.name, mode), l, true); r.errno != 0 || r.again {
 		return r
@@ -309,14 +306,11 @@ func (b *Broker) mknod(c *call, op string, dirfd int32, pathAddr uint64, mode ui
 	if !b.check(op, l.path) {
 		return fail(unix.EACCES)
 	}
-	unlock, r, locked := b.bareLock(c, op, l)
-	if !locked {
+	unlock, r, made := b.lockedMake(c, op, l, false)
+	if !made {
 		return r
 	}
 	defer unlock()
-	if !b.bareOK(c, op, l, false) {
-		return fail(unix.EACCES)
-	}
 	unix.Umask(c.umask())
 	return landed(unix.Mknodat(l.dir, l.name, mode, int(dev)), l, false)
 }
@@ -437,14 +431,11 @@ func (b *Broker) link(c *call, op string, a [6]uint64, flags int) result {
 		b.deny(op, to.path, "protect (a .git file is only written, not linked)")
 		return fail(unix.EACCES)
 	}
-	unlock, r, locked := b.bareLock(c, op, to)
-	if !locked {
+	unlock, r, made := b.lockedMake(c, op, to, false)
+	if !made {
 		return r
 	}
 	defer unlock()
-	if !b.bareOK(c, op, to, false) {
-		return fail(unix.EACCES)
-	}
 	var src int
 	if flags&unix.AT_EMPTY_PATH != 0 {
 		p, err := c.str(a[1])
@@ -507,14 +498,11 @@ func (b *Broker) symlink(c *call, op string, targetAddr uint64, dirfd int32, pat
 		b.deny(op, l.path, rule)
 		return fail(unix.EACCES)
 	}
-	unlock, r, locked := b.bareLock(c, op, l)
-	if !locked {
+	unlock, r, made := b.lockedMake(c, op, l, false)
+	if !made {
 		return r
 	}
 	defer unlock()
-	if !b.bareOK(c, op, l, false) {
-		return fail(unix.EACCES)
-	}
 	return landed(unix.Symlinkat(target, l.dir, l.name), l, false)
 }
 
