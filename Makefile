@@ -33,8 +33,9 @@ deps: ## install what the build and the tests need on a bare machine (libseccomp
 build: deps ## build bin/cordon (with seccomp, static; STATIC=0 for a dynamic binary)
 	$(GO) build -tags '$(BUILD_TAGS)' -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/cordon
 
-install: build ## install bin/cordon to $(PREFIX)/bin (default /usr/local) and the shell completions
+install: build ## install bin/cordon to $(PREFIX)/bin (default /usr/local), its cordon-oci link (the OCI runtime) and the shell completions
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/cordon
+	ln -sf cordon $(DESTDIR)$(PREFIX)/bin/cordon-oci
 	$(BIN) completion bash | install -D -m 0644 /dev/stdin $(DESTDIR)$(PREFIX)/share/bash-completion/completions/cordon
 	$(BIN) completion zsh | install -D -m 0644 /dev/stdin $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_cordon
 	$(BIN) completion fish | install -D -m 0644 /dev/stdin $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/cordon.fish

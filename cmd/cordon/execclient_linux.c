@@ -753,7 +753,7 @@ static void client(int argc, char **argv)
 __attribute__((constructor)) static void cordon_exec_client(int argc, char **argv, char **envp)
 {
 	(void)envp;
-	if (argc < 2 || strcmp(argv[1], "exec") != 0)
+	if (argc < 2 || strcmp(argv[1], "exec") != 0 || cordon_invoked_as_oci(argv[0]))
 		return;
 	client(argc, argv);
 }

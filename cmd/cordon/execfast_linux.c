@@ -812,7 +812,7 @@ FAST_NOSP void cordon_fast(long *sp)
 	char **argv = (char **)(sp + 1), **envp = argv + argc + 1;
 	const char *name = NULL, *timeout = NULL, *cwd = NULL, *report = NULL;
 	int detach = 0, json = 0;
-	if (argc < 3 || !feq(argv[1], "exec"))
+	if (argc < 3 || !feq(argv[1], "exec") || cordon_invoked_as_oci(argv[0]))
 		return;
 	int first = fast_flags(argc, argv, &name, &timeout, &cwd, &detach, &report, &json);
 	if (first < 0 || first >= argc || !argv[first][0] || !fast_valid_name(name))

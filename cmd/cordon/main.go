@@ -86,6 +86,7 @@ func setupLogging() {
 
 func main() {
 	maybeInit() // libcontainer's re-exec'd init never returns from here
+	maybeOCI()  // invoked as cordon-oci: runc's command line
 	setupLogging()
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || (os.Args[1] == "help" && len(os.Args) == 2) {
 		if len(os.Args) < 2 {

@@ -1,0 +1,121 @@
+package ociruntime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/cyphar/filepath-securejoin/pathrs-lite"
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+)
+
+// applyAnnotations reads the bundle's run.cordon.* annotations and adds
+// what they ask to s; a bundle without them is left as it is.
+func applyAnnotations(s *specs.Spec) error {
+	if s.Root == nil || s.Root.Path == "" {
+		return errors.New("root.path must be set in the bundle's spec")
+	}
+	rootfs, err := filepath.Abs(s.Root.Path)
+	if err != nil {
+		return err
+	}
+	b, err := ParseBoundary(s.Annotations, rootfs)
+	if err != nil {
+		return err
+	}
+	if b.Empty() {
+		return nil
+	}
+	if err := refuseUnenforced(b, s); err != nil {
+		return err
+	}
+	for _, p := range b.Deny {
+		m, err := denyMount(rootfs, p)
+		if err != nil {
+			return err
+		}
+		s.Mounts = append(s.Mounts, m)
+	}
+	for _, p := range b.Protect {
+		isDir, exists, err := kindInRoot(rootfs, p)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			// A missing protected path must not be created later: it
+			// becomes an empty read-only directory.
+			s.Mounts = append(s.Mounts, placeholderDir(p))
+			continue
+		}
+		_ = isDir
+		if s.Linux == nil {
+			s.Linux = &specs.Linux{}
+		}
+		s.Linux.ReadonlyPaths = append(s.Linux.ReadonlyPaths, p)
+	}
+	logrus.WithFields(logrus.Fields{"deny": b.Deny, "protect": b.Protect}).Debug("cordon boundary applied")
+	return nil
+}
+
+// refuseUnenforced fails closed on what this mode does not enforce: the
+// network allow list and the audit log, and any boundary in a container
+// that could undo mounts (CAP_SYS_ADMIN).
+func refuseUnenforced(b Boundary, s *specs.Spec) error {
+	var errs []error
+	if len(b.Allow) > 0 {
+		errs = append(errs, &AnnotationError{Annotation: AnnotationNetworkAllow, Problem: "is valid but not enforced by cordon-oci yet, and a container is not run without what it asks",
+			Fix: "leave it out (and restrict egress with the cluster's network policy), or run the job with `cordon run`, which enforces it"})
+	}
+	if b.Audit != "" {
+		errs = append(errs, &AnnotationError{Annotation: AnnotationAudit, Problem: "is valid but not written by cordon-oci yet",
+			Fix: "leave it out; the refusals of deny and protect are the container's own EACCES and EROFS"})
+	}
+	if p := s.Process; p != nil && p.Capabilities != nil && slices.Contains(p.Capabilities.Bounding, "CAP_SYS_ADMIN") {
+		errs = append(errs, &AnnotationError{Annotation: annotationPrefix + "*", Problem: "the container has CAP_SYS_ADMIN, with which it could unmount what deny and protect mount",
+			Fix: "drop CAP_SYS_ADMIN (do not run it privileged), or leave the run.cordon annotations out"})
+	}
+	return errors.Join(errs...)
+}
+
+// kindInRoot resolves p inside rootfs as the container will (symlinks
+// stay inside it) and says whether it is a directory and whether it exists.
+func kindInRoot(rootfs, p string) (isDir, exists bool, err error) {
+	f, err := pathrs.OpenInRoot(rootfs, p)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("resolve %s in the container's root %s: %w", p, rootfs, err)
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return false, false, fmt.Errorf("stat %s in the container's root: %w", p, err)
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR, true, nil
+}
+
+// denyMount hides p: a directory (or a missing path) under an empty
+// read-only tmpfs, a file under /dev/null mounted nodev, whose every open
+// fails with EACCES.
+func denyMount(rootfs, p string) (specs.Mount, error) {
+	isDir, exists, err := kindInRoot(rootfs, p)
+	if err != nil {
+		return specs.Mount{}, err
+	}
+	if isDir || !exists {
+		return placeholderDir(p), nil
+	}
+	return specs.Mount{Destination: p, Type: "bind", Source: "/dev/null",
+		Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}}, nil
+}
+
+// placeholderDir is an empty, read-only, unlistable directory at p.
+func placeholderDir(p string) specs.Mount {
+	return specs.Mount{Destination: p, Type: "tmpfs", Source: "tmpfs",
+		Options: []string{"ro", "nosuid", "nodev", "noexec", "mode=000", "size=4k"}}
+}

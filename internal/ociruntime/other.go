@@ -1,0 +1,16 @@
+//go:build !linux
+
+package ociruntime
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+)
+
+// Main refuses: cordon-oci runs containers with libcontainer, on Linux
+// only.
+func Main(args []string, version string) int {
+	fmt.Fprintf(os.Stderr, "cordon-oci: %v: the OCI runtime needs Linux (this is %s)\n", ErrUnsupported, runtime.GOOS)
+	return 1
+}

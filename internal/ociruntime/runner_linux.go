@@ -1,0 +1,222 @@
+package ociruntime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/moby/sys/userns"
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/specconv"
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+)
+
+// action is what runner.run does with the container.
+type action int
+
+const (
+	actCreate action = iota + 1
+	actRun
+)
+
+// runner starts a container's init or an exec'd process and relays its
+// stdio and signals, as runc's runner does.
+type runner struct {
+	init            bool
+	enableSubreaper bool
+	shouldDestroy   bool
+	detach          bool
+	preserveFDs     int
+	pidFile         string
+	consoleSocket   string
+	container       *libcontainer.Container
+	action          action
+	subCgroupPaths  map[string]string
+}
+
+func (r *runner) run(config *specs.Process) (_ int, err error) {
+	defer func() {
+		if err != nil {
+			r.destroy()
+		}
+	}()
+	if err := r.checkTerminal(config); err != nil {
+		return -1, err
+	}
+	process, err := newProcess(config)
+	if err != nil {
+		return -1, err
+	}
+	process.LogLevel = strconv.Itoa(int(logrus.GetLevel()))
+	process.Init = r.init
+	process.SubCgroupPaths = r.subCgroupPaths
+	base := 3 + len(process.ExtraFiles)
+	for i := base; i < base+r.preserveFDs; i++ {
+		if _, err := unix.FcntlInt(uintptr(i), unix.F_GETFD, 0); err != nil {
+			return -1, fmt.Errorf("unable to stat preserved-fd %d (of %d): %w", i-base, r.preserveFDs, err)
+		}
+		process.ExtraFiles = append(process.ExtraFiles, os.NewFile(uintptr(i), "PreserveFD:"+strconv.Itoa(i)))
+	}
+	detach := r.detach || r.action == actCreate
+	handlerCh := newSignalHandler(r.enableSubreaper)
+	t, err := setupIO(process, r.container, config.Terminal, detach, r.consoleSocket)
+	if err != nil {
+		return -1, err
+	}
+	defer t.Close()
+	if r.action == actCreate {
+		err = r.container.Start(process)
+	} else {
+		err = r.container.Run(process)
+	}
+	if err != nil {
+		return -1, err
+	}
+	if err = t.waitConsole(); err != nil {
+		r.terminate(process)
+		return -1, err
+	}
+	t.closePostStart()
+	if r.pidFile != "" {
+		if err = createPidFile(r.pidFile, process); err != nil {
+			r.terminate(process)
+			return -1, err
+		}
+	}
+	handler := <-handlerCh
+	status, err := handler.forward(process, t, detach)
+	if err != nil {
+		r.terminate(process)
+	}
+	if detach {
+		return 0, nil
+	}
+	if err == nil {
+		r.destroy()
+	}
+	return status, err
+}
+
+func (r *runner) destroy() {
+	if r.shouldDestroy {
+		if err := r.container.Destroy(); err != nil {
+			logrus.Warn(err)
+		}
+	}
+}
+
+func (r *runner) terminate(p *libcontainer.Process) {
+	_ = p.Signal(unix.SIGKILL)
+	_, _ = p.Wait()
+}
+
+func (r *runner) checkTerminal(config *specs.Process) error {
+	detach := r.detach || r.action == actCreate
+	if detach && config.Terminal && r.consoleSocket == "" {
+		return fmt.Errorf("%w: cannot allocate tty if cordon-oci will detach without setting console socket", ErrUsage)
+	}
+	if (!detach || !config.Terminal) && r.consoleSocket != "" {
+		return fmt.Errorf("%w: cannot use console socket if cordon-oci will not detach or allocate tty", ErrUsage)
+	}
+	return nil
+}
+
+// startOpts are the flags create and run share.
+type startOpts struct {
+	bundle, consoleSocket, pidFile string
+	detach, keep, noSubreaper      bool
+	noPivot, noNewKeyring          bool
+	preserveFDs                    int
+}
+
+// startContainer is runc's startContainer with cordon's boundary: the
+// bundle's run.cordon.* annotations are read and applied to the spec
+// before libcontainer sees it, and a bad one fails here.
+func startContainer(g *globals, id string, o startOpts, act action) (int, error) {
+	if o.pidFile != "" {
+		abs, err := filepath.Abs(o.pidFile)
+		if err != nil {
+			return -1, err
+		}
+		o.pidFile = abs
+	}
+	if o.bundle != "" {
+		if err := os.Chdir(o.bundle); err != nil {
+			return -1, err
+		}
+	}
+	s, err := loadSpec(specConfig)
+	if err != nil {
+		return -1, err
+	}
+	if err := applyAnnotations(s); err != nil {
+		return -1, err
+	}
+	c, err := createContainer(g, id, s, o)
+	if err != nil {
+		return -1, err
+	}
+	r := &runner{
+		enableSubreaper: !o.noSubreaper,
+		shouldDestroy:   !o.keep,
+		container:       c,
+		consoleSocket:   o.consoleSocket,
+		detach:          o.detach,
+		pidFile:         o.pidFile,
+		preserveFDs:     o.preserveFDs,
+		action:          act,
+		init:            true,
+	}
+	return r.run(s.Process)
+}
+
+func createContainer(g *globals, id string, s *specs.Spec, o startOpts) (*libcontainer.Container, error) {
+	rootlessCg, err := rootlessCgroups(g)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
+		CgroupName:       id,
+		UseSystemdCgroup: g.systemdCgroup,
+		NoPivotRoot:      o.noPivot,
+		NoNewKeyring:     o.noNewKeyring,
+		Spec:             s,
+		RootlessEUID:     os.Geteuid() != 0,
+		RootlessCgroups:  rootlessCg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return libcontainer.Create(g.root, id, cfg)
+}
+
+// rootlessCgroups is runc's shouldUseRootlessCgroupManager: cgroup
+// permission errors are ignored for a user, or in a user namespace.
+func rootlessCgroups(g *globals) (bool, error) {
+	switch g.rootless {
+	case "", "auto":
+	case "true", "1":
+		return true, nil
+	case "false", "0":
+		return false, nil
+	default:
+		return false, fmt.Errorf("%w: --rootless %q: write true, false or auto", ErrUsage, g.rootless)
+	}
+	if os.Geteuid() != 0 {
+		return true, nil
+	}
+	// Under systemd in a user namespace runc asks systemd for its owner;
+	// cordon-oci assumes a user's, as runc does when that fails.
+	return userns.RunningInUserNS(), nil
+}
+
+func getContainer(g *globals, id string) (*libcontainer.Container, error) {
+	if id == "" {
+		return nil, errors.New("container id cannot be empty")
+	}
+	return libcontainer.Load(g.root, id)
+}
