@@ -27,7 +27,7 @@ export CGO_ENABLED = 1
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-deps: ## install what the build and the tests need on a bare machine (libseccomp-dev, bubblewrap, runc, qemu, busybox-static)
+deps: ## install what the build and the tests need on a bare machine (libseccomp-dev, bubblewrap, runc, podman, containerd, qemu, busybox-static)
 	@bash hack/deps.sh
 
 build: deps ## build bin/cordon (with seccomp, static; STATIC=0 for a dynamic binary)

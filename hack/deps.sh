@@ -2,7 +2,8 @@
 # Installs what cordon's build and tests need, where it is missing: a C
 # toolchain and libseccomp headers for runc's seccomp support, the network
 # tests' tools and clients, and the peers
-# the benchmarks compare against (bubblewrap, runc), crun for cordon bundle, and the cgroup v2 VM
+# the benchmarks compare against (bubblewrap, runc), crun for cordon bundle,
+# podman and containerd for cordon-oci, and the cgroup v2 VM
 # lane's qemu, static busybox, systemd and D-Bus (hack/vm; its kernel is
 # fetched there).
 set -Eeuo pipefail
@@ -15,6 +16,10 @@ command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v runc >/dev/null 2>&1 || need+=(runc)
 # cordon bundle is tested with both stock runtimes.
 command -v crun >/dev/null 2>&1 || need+=(crun)
+# cordon-oci (internal/ociruntime) is tested under real podman and
+# containerd (ctr run --runc-binary, the shim a RuntimeClass uses).
+command -v podman >/dev/null 2>&1 || need+=(podman)
+{ command -v containerd >/dev/null 2>&1 && command -v ctr >/dev/null 2>&1; } || need+=(containerd)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 # The network allow-list tests: test hosts in namespaces (ip), and the

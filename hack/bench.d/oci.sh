@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# hack/bench.d/oci.sh: `podman run --rm IMAGE true` with cordon-oci as the
+# runtime against the same with runc, alternating run by run in one pass
+# (issue 25's goal: cordon-oci at most 1.2x runc). The image is a static
+# busybox imported into a podman storage of the bench's own (vfs, no
+# network), so nothing is fetched and nothing is shared.
+#
+#   bash hack/bench.d/oci.sh [CORDON_BIN] [RUNS]     (root; default 20 runs)
+set -Eeuo pipefail
+cd "$(dirname "$0")/../.."
+cordon="${1:-$PWD/bin/cordon}"
+n="${2:-${N:-20}}"
+if [ "$(id -u)" -ne 0 ]; then echo "hack/bench.d/oci.sh: run it as root (runc and podman's cgroups); skipped" >&2; exit 0; fi
+for t in podman runc busybox; do
+  command -v "$t" >/dev/null || { echo "hack/bench.d/oci.sh: $t is missing (make deps); skipped" >&2; exit 0; }
+done
+tmp="$(mktemp -d /tmp/cordon-oci-bench.XXXXXX)"
+ln -s "$cordon" "$tmp/cordon-oci"
+pm=(podman --root "$tmp/storage" --runroot "$tmp/run" --tmpdir "$tmp/tmp" --storage-driver vfs --events-backend none --cgroup-manager cgroupfs)
+trap '"${pm[@]}" rm -af -t0 >/dev/null 2>&1 || true; rm -rf --one-file-system "$tmp"' EXIT
+mkdir -p "$tmp/rootfs/bin"
+cp "$(command -v busybox)" "$tmp/rootfs/bin/busybox"
+ln -s busybox "$tmp/rootfs/bin/true"
+tar -C "$tmp/rootfs" -cf "$tmp/rootfs.tar" .
+"${pm[@]}" import "$tmp/rootfs.tar" localhost/cordon-oci-bench:1 >/dev/null 2>&1
+args=(run --rm --network none --ulimit nofile=20000:20000 --ulimit nproc=20000:20000 localhost/cordon-oci-bench:1 /bin/true)
+
+# one RUNTIME: the wall time of one podman run, in microseconds.
+one() {
+  local s e
+  s=$(date +%s%N)
+  "${pm[@]}" --runtime "$1" "${args[@]}" >/dev/null
+  e=$(date +%s%N)
+  echo $(((e - s) / 1000))
+}
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2)}'; }
+
+one "$tmp/cordon-oci" >/dev/null; one "$(command -v runc)" >/dev/null # warm the page cache
+: >"$tmp/cordon.us"; : >"$tmp/runc.us"
+for _ in $(seq "$n"); do
+  one "$tmp/cordon-oci" >>"$tmp/cordon.us"
+  one "$(command -v runc)" >>"$tmp/runc.us"
+done
+c=$(median <"$tmp/cordon.us"); r=$(median <"$tmp/runc.us")
+echo "podman run --rm IMAGE true, $n runs each, alternating (median wall time):"
+echo "| runtime | median ms | min ms |"
+echo "|---|---|---|"
+echo "| cordon-oci | $(awk -v v="$c" 'BEGIN{printf "%.1f", v/1000}') | $(sort -n "$tmp/cordon.us" | head -1 | awk '{printf "%.1f", $1/1000}') |"
+echo "| runc $(runc --version | head -n1 | awk '{print $3}') | $(awk -v v="$r" 'BEGIN{printf "%.1f", v/1000}') | $(sort -n "$tmp/runc.us" | head -1 | awk '{printf "%.1f", $1/1000}') |"
+echo "cordon-oci/runc: $(awk -v c="$c" -v r="$r" 'BEGIN{printf "%.2f", c/r}') (goal: at most 1.2)"
