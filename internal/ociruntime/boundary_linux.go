@@ -41,7 +41,7 @@ func applyAnnotations(s *specs.Spec) error {
 		s.Mounts = append(s.Mounts, m)
 	}
 	for _, p := range b.Protect {
-		isDir, exists, err := kindInRoot(rootfs, p)
+		_, exists, err := kindInRoot(rootfs, p)
 		if err != nil {
 			return err
 		}
@@ -51,7 +51,8 @@ func applyAnnotations(s *specs.Spec) error {
 			s.Mounts = append(s.Mounts, placeholderDir(p))
 			continue
 		}
-		_ = isDir
+		// libcontainer binds a read-only path onto itself after every
+		// mount, so it also covers a path inside a volume.
 		if s.Linux == nil {
 			s.Linux = &specs.Linux{}
 		}

@@ -17,7 +17,7 @@ func annotation(key, value string) []string {
 // run.cordon.protect: each attempt is refused with its error, and the
 // files are unchanged afterwards.
 func TestOCIDenyProtectHeld(t *testing.T) {
-	requireRoot(t)
+	requirePodmanUser(t)
 	p := newPodman(t)
 	flags := append(annotation("run.cordon.deny", "/etc/secret,/keys,/absent"),
 		annotation("run.cordon.protect", "/etc/app.conf,/data,/missing")...)
@@ -60,7 +60,7 @@ func TestOCIDenyProtectHeld(t *testing.T) {
 // each fails with the config's message, names its annotation, and no
 // container is left.
 func TestOCIAnnotationRefused(t *testing.T) {
-	requireRoot(t)
+	requirePodmanUser(t)
 	p := newPodman(t)
 	marker := filepath.Join(p.dir, "ran")
 	tests := []struct {
@@ -103,7 +103,7 @@ func TestOCIAnnotationRefused(t *testing.T) {
 // TestOCIPrivilegedRefused: a container with CAP_SYS_ADMIN could unmount
 // what deny and protect mount, so they are refused for it.
 func TestOCIPrivilegedRefused(t *testing.T) {
-	requireRoot(t)
+	requirePodmanUser(t)
 	p := newPodman(t)
 	args := append(p.runArgs(append([]string{"--rm", "--cap-add", "SYS_ADMIN"}, annotation("run.cordon.deny", "/etc/secret")...)...),
 		p.image, "cat", "/etc/secret")

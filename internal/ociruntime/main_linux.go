@@ -10,7 +10,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/moby/sys/userns"
 	"github.com/sirupsen/logrus"
+
 	// The device cgroup rules of a spec need the devices controller's
 	// implementation registered, as runc's main does.
 	_ "github.com/opencontainers/cgroups/devices"
@@ -125,12 +127,25 @@ func printVersion(w io.Writer, version string) {
 }
 
 // defaultRoot is runc's default state root with cordon-oci's own name:
-// /run/cordon-oci, or $XDG_RUNTIME_DIR/cordon-oci for a user.
+// /run/cordon-oci, or $XDG_RUNTIME_DIR/cordon-oci for a user (rootless
+// podman runs its runtime as root of a user namespace: that is a user too).
 func defaultRoot() string {
-	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && os.Geteuid() != 0 {
+	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && honorXDG() {
 		return filepath.Join(x, "cordon-oci")
 	}
 	return "/run/cordon-oci"
+}
+
+// honorXDG is runc's shouldHonorXDGRuntimeDir.
+func honorXDG() bool {
+	if os.Geteuid() != 0 {
+		return true
+	}
+	if !userns.RunningInUserNS() {
+		return false
+	}
+	u, ok := os.LookupEnv("USER")
+	return !ok || u != "root"
 }
 
 // reviseRoot makes --root absolute and refuses /, as runc does.
@@ -145,7 +160,7 @@ func reviseRoot(fs *flag.FlagSet, g *globals) error {
 	g.root = root
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "root" })
-	if !set && os.Geteuid() != 0 {
+	if !set && honorXDG() && os.Getenv("XDG_RUNTIME_DIR") != "" {
 		if err := os.MkdirAll(root, 0o700); err != nil {
 			return fmt.Errorf("the state root %s must be writable by the user: %w", root, err)
 		}

@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -35,6 +37,16 @@ func requireTool(t *testing.T, name string) string {
 	return ""
 }
 
+// requirePodmanUser: podman's tests run as root, and as a user in the
+// rootless lane (CORDON_ROOTLESS=1, hack/test-rootless.sh), where podman
+// runs rootless and cordon-oci inside podman's user namespace.
+func requirePodmanUser(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 && os.Getenv("CORDON_ROOTLESS") != "1" {
+		requireRoot(t)
+	}
+}
+
 func requireRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() == 0 {
@@ -49,29 +61,58 @@ func requireRoot(t *testing.T) {
 func newPodman(t *testing.T) *podman {
 	t.Helper()
 	requireTool(t, "podman")
-	dir := t.TempDir()
+	// podman refuses a runroot longer than 50 characters: t.TempDir's
+	// names are too long for it.
+	dir, err := os.MkdirTemp("", "oci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	p := &podman{dir: dir, image: "localhost/cordon-oci-test:1"}
 	p.base = []string{"--root", filepath.Join(dir, "storage"), "--runroot", filepath.Join(dir, "run"),
 		"--tmpdir", filepath.Join(dir, "tmp"), "--storage-driver", "vfs", "--events-backend", "none",
 		"--cgroup-manager", "cgroupfs", "--runtime", ociBin}
 	p.before = takeSnapshot(t)
 	tarball := filepath.Join(dir, "rootfs.tar")
-	if out, err := exec.Command("tar", "-C", rootfs, "-cf", tarball, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("tar", "--owner=0", "--group=0", "--numeric-owner", "-C", rootfs, "-cf", tarball, ".").CombinedOutput(); err != nil {
 		t.Fatalf("tar: %v\n%s", err, out)
 	}
 	if r := p.run(t, "import", tarball, p.image); r.code != 0 {
-		t.Fatalf("podman import: %d\n%s", r.code, r.stderr)
+		t.Fatalf("podman import: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	t.Cleanup(func() {
 		p.run(t, "rm", "--all", "--force", "--time", "0")
+		p.stopPause(t)
 		p.assertNoLeftovers(t)
 	})
 	return p
 }
 
-// stateDir is cordon-oci's default --root, which podman's cleanup
-// process uses (it is not given podman's --runtime-flag).
-func (p *podman) stateDir() string { return "/run/cordon-oci" }
+// stopPause ends rootless podman's pause process, which holds its user
+// namespace for the podman that started it (its PID is in the tmpdir).
+func (p *podman) stopPause(t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(p.dir, "tmp", "pause.pid"))
+	if err != nil {
+		return // not rootless, or none was started
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		t.Errorf("pause.pid holds %q", b)
+		return
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// stateRoot is cordon-oci's default --root, which podman's cleanup
+// process uses (it is not given podman's --runtime-flag): a user's is in
+// $XDG_RUNTIME_DIR.
+func stateRoot() string {
+	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && os.Geteuid() != 0 {
+		return filepath.Join(x, "cordon-oci")
+	}
+	return "/run/cordon-oci"
+}
 
 type result struct {
 	code           int
@@ -103,10 +144,14 @@ func (p *podman) run(t *testing.T, args ...string) result {
 	return runCmd(t, nil, "podman", append(append([]string{}, p.base...), args...)...)
 }
 
-// runArgs are the flags of every container: this host's limits (podman's
-// defaults are above them) and no network, so that no bridge is made.
+// runArgs are the flags of every container: no network, so that no
+// bridge is made, and as root this host's limits (podman's defaults are
+// above them).
 func (p *podman) runArgs(extra ...string) []string {
-	args := []string{"run", "--ulimit", "nofile=20000:20000", "--ulimit", "nproc=20000:20000", "--network", "none"}
+	args := []string{"run", "--network", "none"}
+	if os.Geteuid() == 0 {
+		args = append(args, "--ulimit", "nofile=20000:20000", "--ulimit", "nproc=20000:20000")
+	}
 	return append(args, extra...)
 }
 
@@ -126,7 +171,7 @@ func (p *podman) assertNoLeftovers(t *testing.T) {
 type snapshot map[string]bool
 
 var snapshotGlobs = []string{
-	"/run/cordon-oci/*",
+	stateRoot() + "/*",
 	"/run/containerd/runc/*/*",
 	"/sys/fs/cgroup/*/libpod_parent/*",
 	"/sys/fs/cgroup/libpod_parent/*",
@@ -195,7 +240,7 @@ func assertNoMount(t *testing.T, under string) {
 // TestOCIPodmanRun runs containers with podman run --rm and cordon-oci:
 // the exit status, the output and a TTY are runc's.
 func TestOCIPodmanRun(t *testing.T) {
-	requireRoot(t)
+	requirePodmanUser(t)
 	p := newPodman(t)
 	tests := []struct {
 		name     string
@@ -230,7 +275,7 @@ func TestOCIPodmanRun(t *testing.T) {
 // TestOCIPodmanLifecycle runs a container detached, execs into it (exit
 // status, a TTY), stops and removes it, and finds nothing left.
 func TestOCIPodmanLifecycle(t *testing.T) {
-	requireRoot(t)
+	requirePodmanUser(t)
 	p := newPodman(t)
 	r := p.run(t, append(p.runArgs("-d", "--name", "life"), p.image, "sleep", testMarker)...)
 	if r.code != 0 {
@@ -265,7 +310,7 @@ func TestOCIPodmanLifecycle(t *testing.T) {
 // TestOCIPodmanKill kills a detached container with a signal it does not
 // ignore; podman wait reports the signal's status.
 func TestOCIPodmanKill(t *testing.T) {
-	requireRoot(t)
+	requirePodmanUser(t)
 	p := newPodman(t)
 	r := p.run(t, append(p.runArgs("-d", "--name", "k"), p.image, "sh", "-c", "trap 'exit 42' USR1; while :; do sleep 1; done")...)
 	if r.code != 0 {
