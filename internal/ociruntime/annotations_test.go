@@ -2,6 +2,7 @@ package ociruntime_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -77,4 +78,17 @@ func TestParseBoundary(t *testing.T) {
 			}
 		})
 	}
+}
+
+func ExampleParseBoundary() {
+	b, err := ociruntime.ParseBoundary(map[string]string{
+		"run.cordon.deny":    "/etc/secret,/keys/",
+		"run.cordon.protect": "/app/config.yaml",
+	}, os.TempDir())
+	fmt.Println(b.Deny, b.Protect, err)
+	_, err = ociruntime.ParseBoundary(map[string]string{"run.cordon.deny": "etc/secret"}, os.TempDir())
+	fmt.Println(err)
+	// Output:
+	// [/etc/secret /keys] [/app/config.yaml] <nil>
+	// annotation run.cordon.deny: "etc/secret" is not an absolute container path; fix: write absolute container paths, comma-separated: /etc/secret,/data/keys
 }
