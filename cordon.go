@@ -164,6 +164,9 @@ func (p *Project) newSandbox(sb *spec.Sandbox) (*Sandbox, error) {
 	c := sb.Clone()
 	// A sandbox built in code (NewProject) or changed by a front end's
 	// flags (--mount) gets the same home-directory check as a config.
+	if err := withGit(c); err != nil {
+		return nil, err
+	}
 	if err := spec.GuardHome(c); err != nil {
 		return nil, err
 	}
