@@ -10,10 +10,13 @@ import (
 
 // TestGitDirMount: a workspace whose .git file sends git to a linked
 // worktree's or a submodule's gitdir outside it gets the main .git,
-// found as the kernel resolves the paths; none for a .git directory, a
+// found as the kernel resolves the paths, when it names the workspace
+// back (a worktree's gitdir file, a superproject's checkout holding it);
+// none for a .git directory, a
 // gitdir inside the workspace, a mount that shows it already, or
-// git_worktree: false; a gitdir in no .git directory is refused with the
-// fix.
+// git_worktree: false; a gitdir in no .git directory, or one that does not
+// name the workspace back (a .git file a sandbox wrote), is refused with
+// the fix.
 func TestGitDirMount(t *testing.T) {
 	base := t.TempDir()
 	mk := func(p string) {
@@ -28,6 +31,7 @@ func TestGitDirMount(t *testing.T) {
 	}
 	mk("main/.git/worktrees/wt")
 	put("main/.git/worktrees/wt/commondir", "../..\n")
+	put("main/.git/worktrees/wt/gitdir", base+"/wt/.git\n")
 	mk("main/.git/modules/lib")
 	mk("main/lib")
 	put("main/lib/.git", "gitdir: ../.git/modules/lib\n")
@@ -44,6 +48,16 @@ func TestGitDirMount(t *testing.T) {
 	mk("bare/repo.git")
 	mk("sep")
 	put("sep/.git", "gitdir: "+base+"/bare/repo.git\n")
+	mk("main/.git/worktrees/wt2")
+	put("main/.git/worktrees/wt2/commondir", "../..\n")
+	put("main/.git/worktrees/wt2/gitdir", base+"/wt2/.git\n")
+	mk("wt2")
+	put("wt2/.git", "gitdir: "+base+"/link/w/wt2\n")
+	mk("forged")
+	put("forged/.git", "gitdir: "+base+"/main/.git/worktrees/wt\n")
+	mk("other/.git/modules/x")
+	mk("forgedSub")
+	put("forgedSub/.git", "gitdir: "+base+"/other/.git/modules/x\n")
 	mainGit := base + "/main/.git"
 	for _, tc := range []struct {
 		name, root string
@@ -53,12 +67,15 @@ func TestGitDirMount(t *testing.T) {
 	}{
 		{"linked worktree", "wt", nil, mainGit, false},
 		{"submodule checkout", "main/lib", nil, mainGit, false},
-		{"through a symlink", "viaLink", nil, mainGit, false},
+		{"through a symlink", "wt2", nil, mainGit, false},
+		{"another's worktree through a symlink", "viaLink", nil, "", true},
 		{"main checkout", "main", nil, "", false},
 		{"gitdir inside", "inside", nil, "", false},
 		{"mounted already", "wt", func(s *Sandbox) { s.Mounts = []Mount{{Source: base + "/main", Target: base + "/main"}} }, "", false},
 		{"git_worktree: false", "wt", func(s *Sandbox) { s.NoGitWorktree = true }, "", false},
 		{"in no .git directory", "sep", nil, "", true},
+		{"a worktree's gitdir that names another", "forged", nil, "", true},
+		{"a submodule gitdir of a repository elsewhere", "forgedSub", nil, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sb := &Sandbox{Root: filepath.Join(base, tc.root)}
