@@ -182,6 +182,13 @@ func TestIntegrationGitSubmodules(t *testing.T) {
 	if got := git(t, clone, "config", "submodule.lib.url"); got != sub+"\n" {
 		t.Errorf("host's submodule.lib.url = %q", got)
 	}
+	// A later run: both configs are the host's now; deinit removes the
+	// keys, update --init adds them back and rewrites the submodule's
+	// core.worktree.
+	out = runGit(t, sb, clone, "git submodule deinit -q -f lib && git -c protocol.file.allow=always submodule update -q --init && git submodule status | wc -l")
+	if out.res.ExitCode != 0 || out.stdout != "1\n" {
+		t.Fatalf("git submodule deinit and update --init: %+v %q %s", out.res, out.stdout, out.stderr)
+	}
 	modCfg := filepath.Join(clone, ".git", "modules", "lib", "config")
 	for _, tc := range []struct{ script, blocked string }{
 		{"git config submodule.lib.update '!touch " + mark + "'", cfg},
