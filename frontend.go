@@ -14,7 +14,7 @@ import (
 // narrow it. The control files stay out of reach. A refusal is recorded
 // like any other.
 func (s *Sandbox) Override(o spec.Overrides) (*Sandbox, error) {
-	c := s.sb.Clone()
+	c := s.git.without(s.sb)
 	if err := o.Apply(c); err != nil {
 		return nil, s.refuse(err)
 	}

@@ -1,6 +1,8 @@
 package cordon
 
 import (
+	"slices"
+
 	"github.com/sirupsen/logrus"
 
 	"github.com/cordon-run/cordon/internal/gitid"
@@ -24,19 +26,21 @@ const systemGitConfig = "/etc/gitconfig"
 // sandbox's git as its system config, so that the sandbox's own global
 // config and a repository's user.email still win. A derived sandbox gets
 // what its parent had, never more.
-func withGit(c *spec.Sandbox) error {
+func withGit(c *spec.Sandbox) (gitAdded, error) {
+	var added gitAdded
 	if len(c.Lineage) > 0 {
-		return nil
+		return added, nil
 	}
 	m, ok, err := spec.GitDirMount(c)
 	if err != nil {
-		return err
+		return added, err
 	}
 	if ok {
 		c.Mounts = append(c.Mounts, m)
+		added.mounts = append(added.mounts, m)
 	}
 	if c.NoGitIdentity || namesGitConfig(c.Env) {
-		return nil
+		return added, nil
 	}
 	dir := c.Root
 	if dir == "" {
@@ -44,23 +48,48 @@ func withGit(c *spec.Sandbox) error {
 	}
 	id := gitid.Read(dir)
 	if id == (gitid.Identity{}) {
-		return nil
+		return added, nil
 	}
 	data, err := gitid.Config(id, systemGitConfig)
 	if err == nil {
 		var file string
 		if file, err = gitid.File(data); err == nil {
-			c.Mounts = append(c.Mounts, spec.Mount{Source: file, Target: file, Readonly: true})
+			m := spec.Mount{Source: file, Target: file, Readonly: true}
+			c.Mounts = append(c.Mounts, m)
 			if c.Env.Set == nil {
 				c.Env.Set = map[string]string{}
 			}
 			c.Env.Set["GIT_CONFIG_SYSTEM"] = file
-			return nil
+			added.mounts, added.env = append(added.mounts, m), file
+			return added, nil
 		}
 	}
 	// The identity is a convenience: a run goes on without it.
 	logrus.WithError(err).Warn("git identity not carried into the sandbox")
-	return nil
+	return added, nil
+}
+
+// gitAdded is what withGit added to a sandbox: mounts, and the value it
+// set GIT_CONFIG_SYSTEM to ("" for none).
+type gitAdded struct {
+	mounts []spec.Mount
+	env    string
+}
+
+// without returns a copy of sb without what g added.
+func (g gitAdded) without(sb *spec.Sandbox) *spec.Sandbox {
+	c := sb.Clone()
+	if len(g.mounts) > 0 {
+		c.Mounts = slices.DeleteFunc(c.Mounts, func(m spec.Mount) bool {
+			return slices.ContainsFunc(g.mounts, func(a spec.Mount) bool {
+				return a.Source == m.Source && a.Target == m.Target && a.Readonly == m.Readonly && a.Name == "" && m.Name == ""
+			})
+		})
+	}
+	if g.env != "" && c.Env.Set["GIT_CONFIG_SYSTEM"] == g.env {
+		delete(c.Env.Set, "GIT_CONFIG_SYSTEM")
+	}
+	return c
 }
 
 func namesGitConfig(e spec.Env) bool {

@@ -289,6 +289,16 @@ func TestIntegrationGitWorktreeWorkspace(t *testing.T) {
 				t.Fatalf("the host's git ran a planted command (%v)", err)
 			}
 
+			// The command line's --mount of the same .git (what the docs
+			// said before) replaces cordon's, here read-only.
+			ro, err := sb.Override(spec.Overrides{Mounts: []string{mainGit + ":ro"}, Dir: tc.root})
+			if err != nil {
+				t.Fatalf("--mount %s:ro: %v", mainGit, err)
+			}
+			if out := runGit(t, ro, tc.root, "git log --oneline | wc -l && touch "+mainGit+"/x"); out.stdout != "2\n" || out.res.BlockedPath != mainGit+"/x" {
+				t.Errorf("--mount %s:ro: %+v %q %s", mainGit, out.res, out.stdout, out.stderr)
+			}
+
 			off, err := gitSandbox(t, tc.root, func(s *spec.Sandbox) { s.NoGitWorktree = true })
 			if err != nil {
 				t.Fatal(err)
