@@ -36,7 +36,12 @@ func (s *Sandbox) AttachFiles(paths []string, opts ...DeriveOption) (*Sandbox, e
 	if err != nil {
 		return nil, s.refuse(err)
 	}
-	return s.p.newSandbox(child)
+	out, err := s.p.newSandbox(child)
+	if err != nil {
+		return nil, err
+	}
+	out.git = s.git // already in child
+	return out, nil
 }
 
 // Serving records that a front end starts serving s's tools (the MCP
