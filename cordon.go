@@ -164,6 +164,10 @@ func (p *Project) newSandbox(sb *spec.Sandbox) (*Sandbox, error) {
 	c := sb.Clone()
 	// A sandbox built in code (NewProject) or changed by a front end's
 	// flags (--mount) gets the same home-directory check as a config.
+	added, err := withGit(c)
+	if err != nil {
+		return nil, err
+	}
 	if err := spec.GuardHome(c); err != nil {
 		return nil, err
 	}
@@ -171,7 +175,7 @@ func (p *Project) newSandbox(sb *spec.Sandbox) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sandbox{p: p, sb: c, table: t}
+	s := &Sandbox{p: p, sb: c, table: t, git: added}
 	s.files = &Files{t: t, sb: c, log: p.log}
 	return s, nil
 }
@@ -211,6 +215,10 @@ type Sandbox struct {
 	sb    *spec.Sandbox
 	table *mounts.Table
 	files *Files
+	// git is what withGit added to sb, which a front end's flags are
+	// applied without (Override), so that a --mount of the same .git
+	// replaces it.
+	git gitAdded
 }
 
 // Spec returns a copy of the sandbox's definition.

@@ -14,7 +14,7 @@ import (
 // narrow it. The control files stay out of reach. A refusal is recorded
 // like any other.
 func (s *Sandbox) Override(o spec.Overrides) (*Sandbox, error) {
-	c := s.sb.Clone()
+	c := s.git.without(s.sb)
 	if err := o.Apply(c); err != nil {
 		return nil, s.refuse(err)
 	}
@@ -36,7 +36,12 @@ func (s *Sandbox) AttachFiles(paths []string, opts ...DeriveOption) (*Sandbox, e
 	if err != nil {
 		return nil, s.refuse(err)
 	}
-	return s.p.newSandbox(child)
+	out, err := s.p.newSandbox(child)
+	if err != nil {
+		return nil, err
+	}
+	out.git = s.git // already in child
+	return out, nil
 }
 
 // Serving records that a front end starts serving s's tools (the MCP

@@ -67,6 +67,8 @@ if ! "${as_user[@]}" test -r /dev/net/tun -a -w /dev/net/tun; then
   echo "== the host's /dev/net/tun (mode $(stat -c %a /dev/net/tun)) as uid $uid: the allow list is refused with the reason"
   (cd "$work" && "${as_user[@]}" "$work/runner.test" -test.count=1 -test.run 'TestIntegrationNetworkAllowList$' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|cannot open /dev/net/tun')
 fi
+echo "== git out of the box as uid $uid (rootless): identity, submodules, a linked worktree and a submodule checkout as workspaces"
+(cd "$work" && "${as_user[@]}" "$work/cordon.test" -test.count=1 -test.run 'TestIntegrationGit' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|git_linux_test')
 echo "== macOS's allow-list proxy as uid $uid: curl, git and Python through it, refusals typed and audited"
 (cd "$work" && "${as_user[@]}" "$work/netguard.test" -test.count=1 -test.run 'TestProxy' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
 echo "== one decision for every writer as uid $uid (rootless): the broker, Files, the MCP write tool and cordon check"

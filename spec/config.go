@@ -19,7 +19,7 @@ var DefaultEnvPass = []string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"
 
 var (
 	topKeys     = []string{"sandbox", "delegation", "audit", "audit_required", "session"}
-	sandboxKeys = []string{"root", "readonly", "mounts", "deny", "strict_deny", "protect", "protect_defaults", "network", "system", "limits", "env", "require_os_sandbox", "allow_home_workspace"}
+	sandboxKeys = []string{"root", "readonly", "mounts", "deny", "strict_deny", "protect", "protect_defaults", "network", "system", "limits", "env", "require_os_sandbox", "allow_home_workspace", "git_identity", "git_worktree"}
 	mountKeys   = []string{"source", "target", "readonly", "name", "suffixes", "max_file_bytes"}
 )
 
@@ -165,6 +165,16 @@ func (d *decoder) sandbox(n *yaml.Node, base string, sb *Sandbox) {
 	sb.Env = d.env(f["env"], sub(field, "env"))
 	if v := f["allow_home_workspace"]; !isNull(v) {
 		sb.AllowHomeWorkspace, _ = d.boolean(v, sub(field, "allow_home_workspace"))
+	}
+	for _, k := range []struct {
+		key string
+		off *bool
+	}{{"git_identity", &sb.NoGitIdentity}, {"git_worktree", &sb.NoGitWorktree}} {
+		if v := f[k.key]; !isNull(v) {
+			if b, ok := d.boolean(v, sub(field, k.key)); ok {
+				*k.off = !b
+			}
+		}
 	}
 	if v := f["require_os_sandbox"]; !isNull(v) {
 		if b, ok := d.boolean(v, sub(field, "require_os_sandbox")); ok {

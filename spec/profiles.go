@@ -191,6 +191,7 @@ func Profile(name, cwd string) (*Config, error) {
 	case "strict":
 		sb.System = System{Kind: SystemNone}
 		sb.Limits.Timeout = StrictTimeout
+		sb.NoGitIdentity = true
 		for _, dir := range ExistingDirs(RuntimeDirs) {
 			sb.Mounts = append(sb.Mounts, Mount{Source: dir, Target: dir, Readonly: true})
 		}

@@ -38,6 +38,7 @@ func TestProfiles(t *testing.T) {
 			sb.System = System{Kind: SystemNone}
 			sb.Mounts = runtime
 			sb.Limits.Timeout = 30 * time.Second
+			sb.NoGitIdentity = true
 		}},
 	}
 	if got := ProfileNames(); len(got) != len(tests) {

@@ -74,6 +74,15 @@ type Sandbox struct {
 	// (HomeProtect) are then protected. Without it such a sandbox is
 	// refused (GuardHome).
 	AllowHomeWorkspace bool `json:",omitempty"`
+	// NoGitIdentity leaves out the host's git identity (config key
+	// git_identity: false): by default git in the sandbox takes the
+	// caller's user.name and user.email, and nothing else, from a
+	// generated config (see the root package's newSandbox).
+	NoGitIdentity bool `json:",omitempty"`
+	// NoGitWorktree leaves out the mount of the main repository's .git
+	// that a workspace which is a linked worktree or a submodule checkout
+	// gets by default (config key git_worktree: false; see GitDirMount).
+	NoGitWorktree bool `json:",omitempty"`
 	// RequireOSSandbox, when true (the default), refuses to run where the OS
 	// backend cannot enforce every part of the boundary. When false, cordon
 	// runs with what can be enforced and reports what was not.

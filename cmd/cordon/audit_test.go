@@ -24,6 +24,10 @@ func TestAuditRecordsRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// No git identity to carry (it would add its file's mount to the
+	// effective sandbox, which this digest does not build).
+	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	// The effective sandbox also keeps cordon's control files out of reach,
 	// as every run's does.
 	spec.GuardControlFiles(&cfg.Sandbox, []string{p.config}, []string{cfg.Audit})

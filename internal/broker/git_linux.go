@@ -26,7 +26,8 @@ import (
 //     file of its own, which the command never held open, and renames it
 //     over config. Only a config that did not exist when it was first
 //     written this way, or that the broker wrote itself, is replaced so;
-//     an existing repository's config stays unchangeable.
+//     an existing repository's config only in the keys git submodule
+//     changes (decide.GitConfigChange), every other line kept.
 
 // gitState remembers the configs the broker wrote (their device and
 // inode), so that git may rewrite them during the same run.
@@ -48,26 +49,40 @@ func (b *Broker) renameGitConfig(op string, from, to loc) result {
 	var st unix.Stat_t
 	err := unix.Fstatat(to.dir, to.name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	existed := err == nil
-	switch {
-	case err == nil && !b.git.wroteIt(st):
-		// A config that existed before the broker wrote one (the
-		// host's): never replaced.
-		b.deny(op, to.path, b.policy.Refuse(to.path))
-		return fail(unix.EACCES)
-	case err != nil && err != unix.ENOENT:
+	if err != nil && err != unix.ENOENT {
 		return fail(err)
 	}
-	data, mode, err := readRenamed(from, 1<<20)
+	hosts := existed && !b.git.wroteIt(st)
+	data, mode, err := readRenamed(from, decide.MaxConfig)
 	if err != nil {
 		return fail(err)
 	}
-	if err := decide.GitConfig(data, to.path, b.rootResolver()); err != nil {
+	if hosts {
+		// A config that existed before the broker wrote one (the
+		// host's): changed only in the keys git submodule changes,
+		// every other line kept.
+		old, _, err := readRenamed(to, decide.MaxConfig+1)
+		if err == nil && len(old) > decide.MaxConfig {
+			err = unix.EFBIG
+		}
+		if err == nil {
+			err = decide.GitConfigChange(old, data, to.path, b.rootResolver())
+		}
+		if err != nil {
+			b.deny(op, to.path, decide.ConfigRule+err.Error()+")")
+			return fail(unix.EACCES)
+		}
+	} else if err := decide.GitConfig(data, to.path, b.rootResolver()); err != nil {
 		b.deny(op, to.path, decide.ConfigRule+err.Error()+")")
 		return fail(unix.EACCES)
 	}
 	nst, err := writeConfigCopy(to, data, mode)
 	if err != nil {
 		return fail(err)
+	}
+	if hosts {
+		// Still the host's: a later change is decided against it again.
+		return errResult(unix.Unlinkat(from.dir, from.name, 0))
 	}
 	if existed {
 		b.git.forget(st) // the config it replaced, which the broker wrote

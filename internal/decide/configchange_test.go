@@ -1,0 +1,82 @@
+package decide
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// dirResolver resolves a path to itself, cleaned, when every name of it
+// is in dirs: a tree without symlinks.
+func dirResolver(dirs ...string) Resolver {
+	return func(p string) (Resolved, error) {
+		c := cleanAbs(p)
+		for _, d := range dirs {
+			if d == c {
+				return Resolved{Path: c}, nil
+			}
+		}
+		return Resolved{}, errors.New("not in the tree")
+	}
+}
+
+func cleanAbs(p string) string {
+	var out []string
+	for _, c := range strings.Split(p, "/") {
+		switch c {
+		case "", ".":
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		default:
+			out = append(out, c)
+		}
+	}
+	return "/" + strings.Join(out, "/")
+}
+
+func TestGitConfigChange(t *testing.T) {
+	const host = "[core]\n\trepositoryformatversion = 0\n\thooksPath = .githooks\n[alias]\n\tst = status\n[remote \"origin\"]\n\turl = /src/app\n"
+	const sub = "[submodule \"lib\"]\n\tactive = true\n\turl = /src/lib\n"
+	const mod = "[core]\n\tbare = false\n\tworktree = ../../../lib\n"
+	res := dirResolver("/w", "/w/lib", "/w/.git", "/w/.git/modules", "/w/.git/modules/lib", "/elsewhere")
+	for _, tc := range []struct {
+		name, cfg, old, new string
+		ok                  bool
+	}{
+		{"submodule init", "/w/.git/config", host, host + sub, true},
+		{"submodule deinit", "/w/.git/config", host + sub, host, true},
+		{"unchanged", "/w/.git/config", host, host, true},
+		{"comments and blank lines", "/w/.git/config", host, "# c\n" + host + "\n; x\n", true},
+		{"update checkout", "/w/.git/config", host, host + sub + "\tupdate = rebase\n", true},
+		{"update command", "/w/.git/config", host, host + sub + "\tupdate = !touch /tmp/x\n", false},
+		{"update quoted command", "/w/.git/config", host, host + sub + "\tupdate = \"!sh\"\n", false},
+		{"url with a command transport", "/w/.git/config", host, host + "[submodule \"lib\"]\n\turl = ext::sh -c x\n", false},
+		{"hooksPath changed", "/w/.git/config", host, strings.Replace(host, ".githooks", "/tmp", 1), false},
+		{"hooksPath removed", "/w/.git/config", host, strings.Replace(host, "\thooksPath = .githooks\n", "", 1), false},
+		{"fsmonitor added", "/w/.git/config", host, host + "[core]\n\tfsmonitor = x\n", false},
+		{"include added", "/w/.git/config", host, host + "[include]\n\tpath = x\n", false},
+		{"a section moved", "/w/.git/config", host, strings.Replace(host, "[alias]\n\tst = status\n", "", 1) + "[alias]\n\tst = status\n", false},
+		{"lines reordered", "/w/.git/config", "[core]\n\tpager = a\n\tpager = b\n", "[core]\n\tpager = b\n\tpager = a\n", false},
+		{"remote url changed", "/w/.git/config", host, strings.Replace(host, "/src/app", "/evil", 1), false},
+		{"a bare key made a value", "/w/.git/config", "[core]\n\tbare\n", "[core]\n\tbare = \n", false},
+		{"an old config cordon cannot read", "/w/.git/config", "[core] bare = false\n", "[core] bare = false\n" + sub, false},
+		{"worktree rewritten, same value", "/w/.git/modules/lib/config", mod, mod, true},
+		{"worktree rewritten, same directory", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "/w/lib", 1), true},
+		{"worktree of a submodule to its checkout", "/w/.git/modules/lib/config", "[core]\n\tbare = false\n", mod, true},
+		{"worktree of a submodule elsewhere", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "/elsewhere", 1), false},
+		{"worktree of a submodule into .git", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "..", 1), false},
+		{"worktree of a repository set", "/w/.git/config", host, host + "[core]\n\tworktree = /w/lib\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := GitConfigChange([]byte(tc.old), []byte(tc.new), tc.cfg, res)
+			if (err == nil) != tc.ok {
+				t.Errorf("GitConfigChange = %v, want ok %v", err, tc.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "line") && !strings.Contains(err.Error(), "removed") && !strings.Contains(err.Error(), "does not decide") && !strings.Contains(err.Error(), "the end") {
+				t.Errorf("the refusal names no line: %v", err)
+			}
+		})
+	}
+}
