@@ -20,3 +20,21 @@ func overlayMount(sb *Sandbox, rootless bool) specs.Mount {
 	}
 	return specs.Mount{Destination: sb.Root, Type: "overlay", Source: "overlay", Options: opts}
 }
+
+// OverlayUnbrokered reports whether sb is an overlay sandbox whose
+// writes can reach no host file but through its upper layer: no extra
+// mount is writable and strict_deny is off. Its path calls then need no
+// broker (the deny and protect entries inside the workspace hold at
+// apply; the runner's deny mounts still hide what exists), so they stay
+// in the kernel, at the speed of a plain bind mount.
+func OverlayUnbrokered(sb *Sandbox) bool {
+	if sb == nil || sb.Overlay == nil || sb.Root == "" || sb.StrictDeny {
+		return false
+	}
+	for _, m := range sb.Mounts {
+		if !m.Readonly {
+			return false
+		}
+	}
+	return true
+}

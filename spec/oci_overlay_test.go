@@ -34,3 +34,26 @@ func TestOverlayMount(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlayUnbrokered: only an overlay sandbox with no writable extra
+// mount and no strict_deny leaves its path calls to the kernel.
+func TestOverlayUnbrokered(t *testing.T) {
+	ov := &Overlay{Name: "o", Upper: "/s/u", Work: "/s/w"}
+	tests := []struct {
+		name string
+		sb   *Sandbox
+		want bool
+	}{
+		{"direct", &Sandbox{Root: "/ws"}, false},
+		{"overlay", &Sandbox{Root: "/ws", Overlay: ov}, true},
+		{"read-only mount", &Sandbox{Root: "/ws", Overlay: ov, Mounts: []Mount{{Source: "/d", Readonly: true}}}, true},
+		{"writable mount", &Sandbox{Root: "/ws", Overlay: ov, Mounts: []Mount{{Source: "/d"}}}, false},
+		{"strict_deny", &Sandbox{Root: "/ws", Overlay: ov, StrictDeny: true}, false},
+		{"nil", nil, false},
+	}
+	for _, tt := range tests {
+		if got := OverlayUnbrokered(tt.sb); got != tt.want {
+			t.Errorf("%s: OverlayUnbrokered = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
