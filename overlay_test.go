@@ -20,7 +20,6 @@ import (
 	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/internal/overlay"
 	"github.com/cordon-run/cordon/internal/testenv"
-	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -193,6 +192,34 @@ func TestIntegrationOverlayParallelCommits(t *testing.T) {
 	}
 }
 
+// TestIntegrationOverlayDenyHidden: with nothing brokered, a deny path
+// that exists stays hidden in an overlay run, and one the run creates
+// there is refused at apply whatever the flag.
+func TestIntegrationOverlayDenyHidden(t *testing.T) {
+	ws, _ := overlayRepo(t)
+	writeFile(t, filepath.Join(ws, ".env"), "TOKEN=secret\n")
+	cfg, err := spec.Parse([]byte("sandbox:\n  root: .\n  deny: [.env, secrets]\n"), ws, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := cordon.NewProject(cfg).Sandbox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out := runIn(t, sb, "deny", "cat .env; mkdir secrets && echo s > secrets/k")
+	if strings.Contains(out, "secret") {
+		t.Fatalf("the deny path was readable in the overlay: %s", out)
+	}
+	_, err = sb.ApplyOverlay("deny", true)
+	var pe *overlay.ProtectedError
+	if !errors.As(err, &pe) || pe.Liftable {
+		t.Fatalf("apply = %v, want the deny path refused", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "secrets")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("secrets landed: %v", err)
+	}
+}
+
 // TestIntegrationOverlayDisjointApply: two overlays changing different
 // files both apply.
 func TestIntegrationOverlayDisjointApply(t *testing.T) {
@@ -209,26 +236,18 @@ func TestIntegrationOverlayDisjointApply(t *testing.T) {
 	}
 }
 
-// TestIntegrationOverlayHookRefused: a hook is refused in the run (the
-// broker's repository rule holds in an overlay too) and, planted in the
-// upper layer, at apply; cordon.yaml, writable in the overlay, is refused
-// at apply. Nothing lands: no hook, no config, not the other change.
+// TestIntegrationOverlayHookRefused: a hook and cordon.yaml, written in
+// an overlay run (nothing is brokered there: they land in the upper
+// layer), are refused at apply, by path and rule; nothing lands: no hook,
+// no config, not the other change.
 func TestIntegrationOverlayHookRefused(t *testing.T) {
 	ws, sb := overlayRepo(t)
 	hook := filepath.Join(ws, ".git", "hooks", "pre-commit")
-	res, _ := runIn(t, sb, "h", "echo changed > README; echo 'sandbox: {}' > cordon.yaml; printf '#!/bin/sh\\n' > .git/hooks/pre-commit")
-	if res.FailureType != runner.FailureSandboxDenied || res.BlockedPath != hook {
-		t.Errorf("planting the hook: %+v", res)
+	res, out := runIn(t, sb, "h", "echo changed > README; echo 'sandbox: {}' > cordon.yaml; printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit")
+	if res.ExitCode != 0 || !contains(res.OverlayChanges, ".git/hooks/pre-commit") {
+		t.Fatalf("planting the hook in the overlay: %+v\n%s", res, out)
 	}
-	st, err := cordon.OverlayStore()
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := st.Get("h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(o.Upper(), ".git", "hooks", "pre-commit"), "#!/bin/sh\necho pwned\n")
+	var err error
 	before := snapshot(t, ws)
 	_, err = sb.ApplyOverlay("h", false)
 	var pe *overlay.ProtectedError

@@ -85,6 +85,11 @@ func (o *Overlay) checkProtected(changes []Change, opts ApplyOptions) error {
 		}
 		e.Refused = append(e.Refused, Refusal{Path: p, Rule: rule})
 	}
+	if !opts.AllowProtected {
+		// The repository rules are protect rules: --allow-protected
+		// lifts them too.
+		e.Refused = append(e.Refused, o.gitRefusals(changes, opts.Rules)...)
+	}
 	if len(e.Refused) > 0 {
 		return e
 	}

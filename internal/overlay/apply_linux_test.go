@@ -124,3 +124,35 @@ func TestApplyNotThroughHostSymlink(t *testing.T) {
 		t.Errorf("x landed outside the workspace: %v", err)
 	}
 }
+
+// TestApplyRefusesRepositoryShapes: the repository rules of
+// internal/decide hold at apply: a bare repository shape made in the
+// overlay, and a .git file leading git to an unguarded directory, are
+// refused by path; nothing lands.
+func TestApplyRefusesRepositoryShapes(t *testing.T) {
+	tests := []struct {
+		name  string
+		upper []string
+		path  string
+	}{
+		{"bare shape", []string{"file evil/HEAD ref: refs/heads/main\\n", "dir evil/objects", "dir evil/refs", "file evil/config [core]\\n\\tfsmonitor = touch /tmp/x\\n"}, "evil"},
+		{"gitdir redirect", []string{"file sub/.git gitdir: /tmp/elsewhere\\n"}, "sub/.git"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newTestOverlay(t, []string{"file a x"}, append(tt.upper, "file a y"))
+			_, err := o.Apply(ApplyOptions{})
+			var pe *ProtectedError
+			want := filepath.Join(o.Workspace, tt.path)
+			if !errors.As(err, &pe) || len(pe.Refused) != 1 || pe.Refused[0].Path != want {
+				t.Fatalf("Apply = %v, want %s refused", err, want)
+			}
+			if _, err := os.Lstat(want); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s landed: %v", want, err)
+			}
+			if data, _ := os.ReadFile(filepath.Join(o.Workspace, "a")); string(data) != "x" {
+				t.Errorf("a = %q", data)
+			}
+		})
+	}
+}
