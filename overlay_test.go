@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/internal/overlay"
@@ -367,4 +368,62 @@ func readFile(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestIntegrationOverlaySession: a session in an overlay writes to it,
+// not to the host; the overlay is held while the session lives (a run in
+// it is refused as in use) and free once it ends.
+func TestIntegrationOverlaySession(t *testing.T) {
+	ws, sb := overlayRepo(t)
+	before := snapshot(t, ws)
+	sess, err := sb.StartSession(context.Background(), cordon.SessionOverlay("s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sess.Exec(context.Background(), []string{"sh", "-c", "echo s > s.txt && git add -A && git " + gitEnv + " commit -qm s"}, cordon.Dir(ws))
+	if err != nil || res.ExitCode != 0 {
+		sess.Close()
+		t.Fatalf("exec: %+v %v", res, err)
+	}
+	if _, err := sb.Run(context.Background(), []string{"true"}, cordon.InOverlay("s")); !errors.Is(err, cordon.ErrOverlayInUse) {
+		t.Errorf("a run in the session's overlay = %v, want ErrOverlayInUse", err)
+	}
+	if err := sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-sess.Done()
+	if got := snapshot(t, ws); got != before {
+		t.Error("the session changed the host")
+	}
+	st, err := cordon.OverlayStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := st.Get("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := o.Changes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, c := range cs {
+		paths = append(paths, c.Path)
+	}
+	if !contains(paths, "s.txt") || !contains(paths, ".git/refs/heads/main") {
+		t.Errorf("the overlay holds %v", paths)
+	}
+	// The lock goes with the session (released once Done is closed).
+	for i := 0; ; i++ {
+		if _, err := sb.ApplyOverlay("s", false); err == nil {
+			break
+		} else if !errors.Is(err, cordon.ErrOverlayInUse) || i == 3000 {
+			t.Fatalf("apply after the session: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if readFile(t, filepath.Join(ws, "s.txt")) != "s\n" {
+		t.Error("s.txt not applied")
+	}
 }
