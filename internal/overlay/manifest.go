@@ -85,16 +85,3 @@ func (o *Overlay) saveManifest(m Manifest) error {
 	}
 	return nil
 }
-
-func (o *Overlay) loadManifest() (Manifest, error) {
-	f, err := os.Open(o.manifestPath())
-	if err != nil {
-		return nil, fmt.Errorf("overlay %s: manifest: %w", o.Name, err)
-	}
-	defer f.Close()
-	var m Manifest
-	if err := gob.NewDecoder(bufio.NewReader(f)).Decode(&m); err != nil {
-		return nil, fmt.Errorf("overlay %s: manifest: %w", o.Name, err)
-	}
-	return m, nil
-}
