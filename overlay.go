@@ -3,6 +3,7 @@ package cordon
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/cordon-run/cordon/internal/overlay"
@@ -39,6 +40,10 @@ func OverlayStore() (*overlay.Store, error) { return overlay.Open(overlay.Defaul
 // apply instead (ApplyOverlay): a write in an overlay reaches no host
 // file, so the sandbox may change what apply will then refuse to land.
 func startOverlay(sb *spec.Sandbox, name string) (*spec.Sandbox, *overlay.Overlay, func(), error) {
+	if runtime.GOOS != "linux" {
+		// Seatbelt has no overlay: a run would write the workspace itself.
+		return nil, nil, nil, fmt.Errorf("%w: overlay %s: %w; fix: run without --overlay (direct mode) on this system", spec.ErrUnenforceable, name, overlay.ErrUnsupported)
+	}
 	if sb.Root == "" {
 		return nil, nil, nil, fmt.Errorf("%w: overlay %s: the sandbox has no workspace to overlay; fix: set sandbox.root", spec.ErrUnenforceable, name)
 	}
