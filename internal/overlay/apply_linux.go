@@ -225,9 +225,20 @@ func (a *applier) run(changes []Change) error {
 	for _, t := range a.temps {
 		byDest[t.dest] = t
 	}
+	// Deletions first, what a directory holds before it; then the rest,
+	// a directory before what it holds.
+	for i := len(changes) - 1; i >= 0; i-- {
+		if changes[i].Kind == Deleted {
+			if err := a.land(changes[i], byDest); err != nil {
+				return err
+			}
+		}
+	}
 	for _, c := range changes {
-		if err := a.land(c, byDest); err != nil {
-			return err
+		if c.Kind != Deleted {
+			if err := a.land(c, byDest); err != nil {
+				return err
+			}
 		}
 	}
 	a.temps = nil

@@ -75,13 +75,13 @@ func TestApplyRefusesProtected(t *testing.T) {
 // TestApplyLandsAndSettles: every kind of change lands, no temporary file
 // is left, and the overlay's diff is then empty.
 func TestApplyLandsAndSettles(t *testing.T) {
-	o := newTestOverlay(t, []string{"file a x", "file d/b y", "file gone z"},
-		[]string{"exec a x2", "file d/c new", "whiteout gone", "symlink l a", "file n/e/w deep"})
+	o := newTestOverlay(t, []string{"file a x", "file d/b y", "file gone z", "file q/a x", "file t/a x"},
+		[]string{"exec a x2", "file d/c new", "whiteout gone", "symlink l a", "file n/e/w deep", "whiteout q", "file q-x y", "file t t"})
 	cs, err := o.Apply(ApplyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := summary(cs); got != "m:a a:d/c d:gone a:l a:n a:n/e a:n/e/w" {
+	if got := summary(cs); got != "m:a a:d/c d:gone a:l a:n a:n/e a:n/e/w d:q d:q/a a:q-x d:t a:t d:t/a" {
 		t.Errorf("applied %s", got)
 	}
 	var left []string

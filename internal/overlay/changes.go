@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -78,8 +79,7 @@ func whiteout(fi fs.FileInfo) bool {
 }
 
 // Changes reads the overlay's upper layer against the host workspace as
-// it is now, sorted by path (directories before what they hold; a
-// deletion of a directory after its contents' deletions). A file copied
+// it is now, sorted by path (see less). A file copied
 // up but left as it was (same bytes, same mode) is no change. The lower
 // side is looked up one component at a time, never through a symlink.
 func (o *Overlay) Changes() ([]Change, error) {
@@ -91,21 +91,35 @@ func (o *Overlay) Changes() ([]Change, error) {
 	return w.out, nil
 }
 
-// less orders changes by path, except that a directory's deletion comes
-// after every change below it (apply removes what it holds first).
+// less orders changes by path, one component at a time (so "d/a" comes
+// before "d-x", and a directory before what it holds), a deletion before
+// an addition at the same path (a type change).
 func less(a, b Change) bool {
-	ad, bd := a.Kind == Deleted && a.Dir(), b.Kind == Deleted && b.Dir()
-	if ad && within(a.Path, b.Path) && a.Path != b.Path {
-		return false
-	}
-	if bd && within(b.Path, a.Path) && a.Path != b.Path {
-		return true
-	}
 	if a.Path == b.Path {
-		// A type change: the deletion first, then the addition.
 		return a.Kind == Deleted && b.Kind != Deleted
 	}
-	return a.Path < b.Path
+	return pathLess(a.Path, b.Path)
+}
+
+// pathLess compares slash paths component by component.
+func pathLess(a, b string) bool {
+	for {
+		ai, bi := strings.IndexByte(a, '/'), strings.IndexByte(b, '/')
+		ac, bc := a, b
+		if ai >= 0 {
+			ac = a[:ai]
+		}
+		if bi >= 0 {
+			bc = b[:bi]
+		}
+		if ac != bc {
+			return ac < bc
+		}
+		if ai < 0 || bi < 0 {
+			return ai < 0 && bi >= 0
+		}
+		a, b = a[ai+1:], b[bi+1:]
+	}
 }
 
 type walker struct {

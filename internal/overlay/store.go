@@ -119,6 +119,21 @@ func (s *Store) Get(name string) (*Overlay, error) {
 	return o, nil
 }
 
+// lock takes the store's lock, held while an overlay is made or removed,
+// so that two first starts of one name (or a start and a discard) never
+// remove each other's half-made directory.
+func (s *Store) lock() (func(), error) {
+	f, err := os.OpenFile(filepath.Join(s.Dir, ".lock"), os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("overlay store %s: lock: %w", s.Dir, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("overlay store %s: lock: %w", s.Dir, err)
+	}
+	return func() { f.Close() }, nil
+}
+
 // Lock takes the overlay's lock, held by one run, session, apply or
 // discard at a time: overlayfs leaves two mounts of one upper layer
 // undefined. The lock is a flock, so a SIGKILLed holder releases it.
@@ -142,6 +157,11 @@ func (o *Overlay) Lock() (release func(), err error) {
 // existing one continues where its last run stopped. A name another
 // workspace's overlay has is refused.
 func (s *Store) Start(name, workspace string) (*Overlay, func(), error) {
+	unlock, err := s.lock()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
 	o, err := s.Get(name)
 	if errors.Is(err, ErrNotFound) {
 		o, err = s.create(name, workspace)
@@ -224,6 +244,11 @@ func (s *Store) List() ([]*Overlay, error) {
 // Discard removes the overlay name and everything it holds; the host
 // workspace is not touched. An overlay in use is refused.
 func (s *Store) Discard(name string) error {
+	unlock, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	o, err := s.Get(name)
 	if err != nil {
 		return err
