@@ -21,6 +21,9 @@ import (
 // sandbox's init.
 func TestMain(m *testing.M) {
 	cordon.Init()
+	if dir := os.Getenv("CORDON_TEST_OVERLAY_HELPER"); dir != "" {
+		os.Exit(overlayHelper(dir))
+	}
 	os.Exit(m.Run())
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/cordon-run/cordon/internal/overlay"
 	"github.com/cordon-run/cordon/runner"
 )
 
@@ -25,6 +26,9 @@ var (
 // runConfig collects RunOptions.
 type runConfig struct {
 	req runner.Request
+	// overlay is the overlay the run writes to (InOverlay).
+	overlay string
+	ov      *overlay.Overlay
 	// Session execs only (session.go).
 	env     []string
 	detach  bool
@@ -87,11 +91,23 @@ func (s *Sandbox) Run(ctx context.Context, args []string, opts ...RunOption) (Re
 	if err != nil {
 		return setupResult(err), err
 	}
+	if c.overlay != "" {
+		sb, o, release, err := startOverlay(s.sb, c.overlay)
+		if err != nil {
+			return setupResult(err), fmt.Errorf("%w: %w", ErrNotStarted, err)
+		}
+		defer release()
+		c.req.Sandbox = sb
+		c.ov = o
+	}
 	run, err := s.p.log.Start(s.sb, args, s.table)
 	if err != nil {
 		return setupResult(err), fmt.Errorf("%w: %w", ErrNotStarted, err)
 	}
 	res, err := r.Run(ctx, c.req)
+	if c.ov != nil {
+		res.Overlay, res.OverlayChanges = c.ov.Name, overlayPaths(c.ov)
+	}
 	if err != nil {
 		if aerr := run.Finish(setupResult(err)); aerr != nil {
 			err = errors.Join(err, aerr)

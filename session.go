@@ -32,7 +32,13 @@ type sessionConfig struct {
 	bounds    spec.Session
 	stderr    io.Writer
 	lockedDir string
+	overlay   string
 }
+
+// SessionOverlay runs the session's commands in the copy-on-write overlay
+// name of the workspace, as InOverlay does a run's; the overlay is held
+// (no other run, session or apply may use it) until the session ends.
+func SessionOverlay(name string) SessionOption { return func(c *sessionConfig) { c.overlay = name } }
 
 // SessionStderr sends the backend's warnings about what it does not
 // enforce for the session to w (default: discarded).
@@ -81,11 +87,22 @@ func (s *Sandbox) StartSession(ctx context.Context, opts ...SessionOption) (*Ses
 	if err := s.p.log.Session(s.sb); err != nil {
 		return nil, fmt.Errorf("the session was not started: %w", err)
 	}
-	rs, err := st.StartSession(ctx, runner.SessionRequest{Sandbox: s.sb, ID: c.id, Stderr: c.stderr,
+	sb, release := s.sb, func() {}
+	if c.overlay != "" {
+		if sb, _, release, err = startOverlay(s.sb, c.overlay); err != nil {
+			return nil, err
+		}
+	}
+	rs, err := st.StartSession(ctx, runner.SessionRequest{Sandbox: sb, ID: c.id, Stderr: c.stderr,
 		IdleTimeout: c.bounds.IdleTimeout, MaxLifetime: c.bounds.MaxLifetime, LockedDir: c.lockedDir})
 	if err != nil {
+		release()
 		return nil, err
 	}
+	go func() {
+		<-rs.Done()
+		release()
+	}()
 	return &Session{sb: s, rs: rs}, nil
 }
 

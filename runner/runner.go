@@ -142,6 +142,11 @@ type Result struct {
 	// connections, refused datagrams) of a run with a network allow list,
 	// in order; the audit log writes one line for each.
 	Network []netguard.Event `json:"network,omitempty"`
+	// Overlay names the overlay a run in overlay mode wrote to (nothing
+	// reached the host workspace); OverlayChanges lists the workspace
+	// paths it changes so far (cordon diff NAME shows them).
+	Overlay        string   `json:"overlay,omitempty"`
+	OverlayChanges []string `json:"overlay_changes,omitempty"`
 }
 
 // Options configure a backend created by New.

@@ -212,12 +212,17 @@ func (run *linuxRun) libcontainerConfig() error {
 // seccomp compiles the filter (once, then cached) for cordon's init to
 // load before it starts the command, instead of libcontainer compiling it
 // in every container's init. The filter hands the calls that change paths
-// to the broker (see broker_linux.go).
+// to the broker (see broker_linux.go), except in an overlay run that
+// writes nowhere but its upper layer (spec.OverlayUnbrokered): the
+// listener is still made and served, and never called.
 func (run *linuxRun) seccomp() error {
 	if run.config.Seccomp == nil {
 		return fmt.Errorf("%w: the sandbox has no seccomp profile", ErrSetup)
 	}
-	brokered := brokeredSeccomp(run.config.Seccomp, run.eff.StrictDeny)
+	brokered := run.config.Seccomp
+	if !spec.OverlayUnbrokered(run.eff) {
+		brokered = brokeredSeccomp(run.config.Seccomp, run.eff.StrictDeny)
+	}
 	bpf, err := run.r.seccompProgram(brokered)
 	if err == nil {
 		run.seccompFlags, err = seccompLoadFlags(brokered)

@@ -24,6 +24,10 @@ func (s *Sandbox) Clone() *Sandbox {
 		}
 	}
 	c.Deny = cloneStrings(s.Deny)
+	if s.Overlay != nil {
+		o := *s.Overlay
+		c.Overlay = &o
+	}
 	c.Protect = cloneStrings(s.Protect)
 	c.Network.Allow = cloneStrings(s.Network.Allow)
 	c.Env.Pass = cloneStrings(s.Env.Pass)

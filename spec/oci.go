@@ -400,7 +400,11 @@ func sandboxMounts(sb *Sandbox, rootless bool, h hostInfo) ([]specs.Mount, error
 		}
 		ms = append(ms, m)
 	}
-	for _, z := range zones {
+	for i, z := range zones {
+		if i == 0 && sb.Root != "" && sb.Overlay != nil {
+			ms = append(ms, overlayMount(sb, rootless))
+			continue
+		}
 		m, err := bindMount(z.source, z.target, z.readonly, h)
 		if err != nil {
 			problems = append(problems, err)

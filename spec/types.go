@@ -95,6 +95,23 @@ type Sandbox struct {
 	// through a symlink, which such a sandbox could have planted. Derive
 	// fills it; the runner and the file tools check it on every use.
 	Guarded []string `json:",omitempty"`
+	// Overlay, when set, mounts the workspace copy-on-write: Root is the
+	// read-only lower layer and every write lands in Overlay.Upper
+	// (internal/overlay keeps the layers; `cordon apply` lands them).
+	Overlay *Overlay `json:",omitempty"`
+}
+
+// Overlay is the upper layer of a copy-on-write workspace: two host
+// directories on one file system, outside the workspace, that the run's
+// overlayfs mount writes to.
+type Overlay struct {
+	// Name is the overlay's name (cordon run --overlay NAME).
+	Name string
+	// Upper receives the files the sandbox creates or changes, and the
+	// whiteouts of those it removes.
+	Upper string
+	// Work is overlayfs' work directory, beside Upper.
+	Work string
 }
 
 // Mount is one bind mount with Docker --mount semantics.

@@ -19,7 +19,7 @@ func init() {
 	register(command{name: "run", summary: "run a command inside the sandbox", run: runMain})
 }
 
-const runUsage = "[--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--allow HOST]... [-e NAME[=VALUE]]... [--readonly] [--timeout D] [--memory M] [--pids N] [--attach PATH]... [--audit FILE] [--cwd DIR] [--report FILE] [--json] -- CMD [ARG...]"
+const runUsage = "[--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--allow HOST]... [-e NAME[=VALUE]]... [--readonly] [--timeout D] [--memory M] [--pids N] [--attach PATH]... [--audit FILE] [--cwd DIR] [--overlay NAME] [--report FILE] [--json] -- CMD [ARG...]"
 
 func runMain(args []string) int {
 	cordon.Prewarm()
@@ -46,6 +46,7 @@ func runMain(args []string) int {
 	ag.register(fs)
 	report := fs.String("report", "", "write the result as JSON to `FILE`")
 	jsonOut := fs.Bool("json", false, "write the result as JSON to stderr")
+	overlayName := fs.String("overlay", "", "run copy-on-write in the overlay `NAME`: writes land in it, not in the workspace (cordon diff/apply/discard NAME)")
 	cwd := fs.String("cwd", "", "run the command in `DIR`, a sandbox path (relative: under the workspace); default: the current directory when the sandbox shows it, else the workspace")
 	if err := fs.Parse(args); err != nil {
 		return refuse(exitConfig, fmt.Errorf("cordon run: %w", err))
@@ -71,7 +72,11 @@ func runMain(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return refuse(exitConfig, err)
 	}
-	res, err := runInTerminal(s, argv, dir)
+	var extra []cordon.RunOption
+	if *overlayName != "" {
+		extra = append(extra, cordon.InOverlay(*overlayName))
+	}
+	res, err := runInTerminal(s, argv, dir, extra...)
 	if err != nil && !errors.Is(err, cordon.ErrNotRecorded) {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		_ = rep.Write(res)
@@ -99,7 +104,7 @@ func runMain(args []string) int {
 // runInTerminal runs argv in s with the caller's terminal and signals. The
 // signals go back to their default once the run is over: nothing after it
 // may leave cordon deaf to SIGTERM.
-func runInTerminal(s *cordon.Sandbox, argv []string, dir string) (cordon.Result, error) {
+func runInTerminal(s *cordon.Sandbox, argv []string, dir string, extra ...cordon.RunOption) (cordon.Result, error) {
 	sigs := make(chan os.Signal, 8)
 	// SIGHUP too: a hung-up terminal is passed on to the command as a
 	// terminal passes it to its foreground job, and the caller's
@@ -107,6 +112,7 @@ func runInTerminal(s *cordon.Sandbox, argv []string, dir string) (cordon.Result,
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGWINCH)
 	defer signal.Stop(sigs)
 	opts := []cordon.RunOption{cordon.Stdin(os.Stdin), cordon.Stdout(os.Stdout), cordon.Stderr(os.Stderr), cordon.Notify(sigs), cordon.Dir(dir)}
+	opts = append(opts, extra...)
 	if c, err := console.ConsoleFromFile(os.Stdin); err == nil {
 		if _, err := console.ConsoleFromFile(os.Stdout); err == nil {
 			opts = append(opts, cordon.Terminal(func() (uint16, uint16, bool) {

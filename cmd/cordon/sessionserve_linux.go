@@ -38,6 +38,7 @@ func serveSession(args []string, printName bool) int {
 	of.register(fs)
 	ag.register(fs)
 	name := fs.String("name", "", "the session's `NAME`")
+	overlayName := fs.String("overlay", "", "run the session's commands copy-on-write in the overlay `NAME` (cordon diff/apply/discard NAME)")
 	readyFD := fs.Int("ready-fd", -1, "write the start's exit code to `FD`")
 	if err := fs.Parse(args); err != nil {
 		// A bad flag (or -h): the flag package said why on stderr. The
@@ -55,7 +56,7 @@ func serveSession(args []string, printName bool) int {
 		return exitConfig
 	}
 	ready := os.NewFile(uintptr(*readyFD), "ready")
-	code, serve := startSupervisor(*name, &sf, &of, &ag)
+	code, serve := startSupervisor(*name, *overlayName, &sf, &of, &ag)
 	if code == exitOK && printName {
 		fmt.Println(*name)
 	}
@@ -77,7 +78,7 @@ func serveSession(args []string, printName bool) int {
 
 // startSupervisor builds the session and returns the start's exit code
 // and, when it succeeded, the function that serves it until it ends.
-func startSupervisor(name string, sf *sandboxFlags, of *overrideFlags, ag *agentFlags) (int, func() int) {
+func startSupervisor(name, overlayName string, sf *sandboxFlags, of *overrideFlags, ag *agentFlags) (int, func() int) {
 	p, s, err := open(sf, of, ag, cordon.FrontEndCLI)
 	if err != nil {
 		return configError(os.Stderr, err), nil
@@ -92,8 +93,11 @@ func startSupervisor(name string, sf *sandboxFlags, of *overrideFlags, ag *agent
 		fmt.Fprintf(os.Stderr, "cordon session start: %v\n", err)
 		return exitConfig, nil
 	}
-	sess, err := s.StartSession(context.Background(), cordon.SessionStderr(os.Stderr),
-		cordon.SessionLockedDir(d.SessionDir(name)))
+	opts := []cordon.SessionOption{cordon.SessionStderr(os.Stderr), cordon.SessionLockedDir(d.SessionDir(name))}
+	if overlayName != "" {
+		opts = append(opts, cordon.SessionOverlay(overlayName))
+	}
+	sess, err := s.StartSession(context.Background(), opts...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		release()

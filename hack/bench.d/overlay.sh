@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# hack/bench.d/overlay.sh [CORDON]: copy-on-write overlays (issue 26), one
+# run each, beside bubblewrap on the same layout (the host /usr, /bin,
+# /sbin, /lib* and /etc read-only, the work directory read-write):
+#   untar      untar 10,000 small files: bwrap into the work directory,
+#              cordon run --overlay into a fresh overlay of it
+#   git-clone  git clone of a local repository of 5,000 files (likewise)
+#   diff       cordon diff of the untar overlay (10,000 added files)
+#   apply      cordon apply of it, beside cp -a of the same tree
+# Goals: untar and git-clone ≤ 1.3x bwrap, diff ≤ 1 s, apply ≤ 2x cp -a.
+# The overlays live in a private store (CORDON_OVERLAY_DIR) and are
+# discarded at the end. hack/bench runs it when OVERLAY=1.
+set -Eeuo pipefail
+cordon="$(realpath "${1:-bin/cordon}")"
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/cordon-overlaybench.XXXXXX")"
+export CORDON_OVERLAY_DIR="$tmp/store"
+trap '"$cordon" discard u >/dev/null 2>&1 || true; "$cordon" discard c >/dev/null 2>&1 || true; rm -rf --one-file-system "$tmp"' EXIT
+fix="$tmp/fix" work="$tmp/work"
+mkdir -p "$fix/tree" "$work"
+python3 - "$fix/tree" <<'PY'
+import os, sys
+root = sys.argv[1]
+for d in range(100):
+    p = os.path.join(root, "d%03d" % d)
+    os.makedirs(p, exist_ok=True)
+    for f in range(100):
+        with open(os.path.join(p, "f%03d.txt" % f), "w") as fh:
+            fh.write("line %d %d\n" % (d, f) * 8)
+PY
+tar cf "$fix/small.tar" -C "$fix" tree
+git init -q "$fix/repo"
+for d in $(seq 0 49); do
+  mkdir -p "$fix/repo/d$d"
+  for f in $(seq 0 99); do echo "$d $f" >"$fix/repo/d$d/f$f"; done
+done
+git -C "$fix/repo" add -A
+git -C "$fix/repo" -c user.name=b -c user.email=b@b commit -q -m fixture
+cat >"$tmp/cfg.yaml" <<YAML
+sandbox:
+  root: ./work
+  mounts:
+    - {source: $fix, target: /fix, readonly: true}
+YAML
+bw=(bwrap)
+for d in /usr /bin /sbin /lib /lib32 /lib64 /libx32 /etc; do
+  [ -e "$d" ] && bw+=(--ro-bind "$d" "$d")
+done
+bw+=(--proc /proc --dev /dev --tmpfs /tmp --ro-bind "$fix" /fix --bind "$work" "$work" --chdir "$work"
+  --unshare-all --die-with-parent --new-session)
+[ "$(id -u)" -eq 0 ] && bw+=(--cap-drop ALL)
+now() { date +%s%N; }
+ms() { echo $(( ($2 - $1) / 1000000 )); }
+declare -A cmd=([untar]='mkdir u && tar xf /fix/small.tar -C u' [git-clone]='git clone -q /fix/repo c')
+declare -A ov=([untar]=u [git-clone]=c)
+sync
+printf '| case | bwrap ms | cordon --overlay ms | ratio (goal ≤ 1.3) |\n|---|---|---|---|\n'
+for c in untar git-clone; do
+  t0=$(now); "${bw[@]}" -- sh -c "${cmd[$c]}" >/dev/null; t1=$(now)
+  rm -rf "$work/u" "$work/c"; sync
+  t2=$(now); (cd "$work" && "$cordon" run --config "$tmp/cfg.yaml" --overlay "${ov[$c]}" -- sh -c "${cmd[$c]}") >/dev/null; t3=$(now)
+  b=$(ms "$t0" "$t1") o=$(ms "$t2" "$t3")
+  printf '| %s | %s | %s | %s |\n' "$c" "$b" "$o" "$(awk -v a="$o" -v b="$b" 'BEGIN {printf "%.2f", a/b}')"
+done
+sync
+t0=$(now); "$cordon" diff u >/dev/null; t1=$(now)
+t2=$(now); "$cordon" diff --stat u >/dev/null; t3=$(now)
+printf '\n| cordon diff of 10,000 added files | ms (goal ≤ 1000) |\n|---|---|\n| patch | %s |\n| --stat | %s |\n' "$(ms "$t0" "$t1")" "$(ms "$t2" "$t3")"
+t0=$(now); cp -a "$CORDON_OVERLAY_DIR/u/upper/u" "$tmp/cp-copy"; sync; t1=$(now)
+t2=$(now); (cd "$work" && "$cordon" apply --config "$tmp/cfg.yaml" u 2>/dev/null); t3=$(now)
+c=$(ms "$t0" "$t1") a=$(ms "$t2" "$t3")
+printf '\n| 10,000 files | cp -a + sync ms | cordon apply ms | ratio (goal ≤ 2) |\n|---|---|---|---|\n| apply | %s | %s | %s |\n' "$c" "$a" "$(awk -v a="$a" -v b="$c" 'BEGIN {printf "%.2f", a/b}')"
+[ "$(find "$work/u" -type f | wc -l)" = 10000 ] || { echo "overlay.sh: apply did not land 10,000 files" >&2; exit 1; }

@@ -1,0 +1,158 @@
+package overlay
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cordon-run/cordon/spec"
+)
+
+// TestApplyRefusesConflict: a file the host changed since the overlay
+// started, which the overlay changes too, is refused by path, and nothing
+// of the overlay lands.
+func TestApplyRefusesConflict(t *testing.T) {
+	o := newTestOverlay(t, []string{"file a x", "file b x"}, []string{"file a overlay", "file c new"})
+	host := filepath.Join(o.Workspace, "a")
+	if err := os.WriteFile(host, []byte("host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := o.Apply(ApplyOptions{})
+	var ce *ConflictError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrConflict) || len(ce.Paths) != 1 || ce.Paths[0] != host {
+		t.Fatalf("Apply = %v, want a conflict on %s", err, host)
+	}
+	if data, _ := os.ReadFile(host); string(data) != "host" {
+		t.Errorf("host file = %q", data)
+	}
+	if _, err := os.Lstat(filepath.Join(o.Workspace, "c")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("c was applied despite the conflict: %v", err)
+	}
+}
+
+// TestApplyRefusesProtected: a change to a protect path is refused
+// (naming it and its rule) unless allowed; a deny path always.
+func TestApplyRefusesProtected(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		o := newTestOverlay(t, []string{"file a x", "dir .git/hooks"}, []string{"exec .git/hooks/pre-commit #!/bin/sh", "file a y"})
+		rules := RulesOf(&spec.Sandbox{Root: o.Workspace, Protect: []string{filepath.Join(o.Workspace, "**/.git/hooks")}})
+		hook := filepath.Join(o.Workspace, ".git/hooks/pre-commit")
+		_, err := o.Apply(ApplyOptions{Rules: rules, AllowProtected: allow})
+		if allow {
+			if err != nil {
+				t.Fatalf("Apply with AllowProtected: %v", err)
+			}
+			if _, err := os.Lstat(hook); err != nil {
+				t.Errorf("hook not applied: %v", err)
+			}
+			continue
+		}
+		var pe *ProtectedError
+		if !errors.As(err, &pe) || !errors.Is(err, ErrProtected) || len(pe.Refused) != 1 || pe.Refused[0].Path != hook || !pe.Liftable {
+			t.Fatalf("Apply = %v, want the hook refused", err)
+		}
+		if _, err := os.Lstat(hook); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the hook landed: %v", err)
+		}
+		if data, _ := os.ReadFile(filepath.Join(o.Workspace, "a")); string(data) != "x" {
+			t.Errorf("a = %q: part of a refused apply landed", data)
+		}
+	}
+	o := newTestOverlay(t, nil, []string{"file .env TOKEN"})
+	rules := RulesOf(&spec.Sandbox{Root: o.Workspace, Deny: []string{filepath.Join(o.Workspace, ".env")}})
+	_, err := o.Apply(ApplyOptions{Rules: rules, AllowProtected: true})
+	var pe *ProtectedError
+	if !errors.As(err, &pe) || pe.Liftable {
+		t.Fatalf("Apply of a deny path = %v, want refused, not liftable", err)
+	}
+	if _, err := os.Lstat(filepath.Join(o.Workspace, ".env")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the deny path landed: %v", err)
+	}
+}
+
+// TestApplyLandsAndSettles: every kind of change lands, no temporary file
+// is left, and the overlay's diff is then empty.
+func TestApplyLandsAndSettles(t *testing.T) {
+	o := newTestOverlay(t, []string{"file a x", "file d/b y", "file gone z", "file q/a x", "file t/a x"},
+		[]string{"exec a x2", "file d/c new", "whiteout gone", "symlink l a", "file n/e/w deep", "whiteout q", "file q-x y", "file t t"})
+	cs, err := o.Apply(ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(cs); got != "m:a a:d/c d:gone a:l a:n a:n/e a:n/e/w d:q d:q/a a:q-x d:t a:t d:t/a" {
+		t.Errorf("applied %s", got)
+	}
+	var left []string
+	_ = filepath.Walk(o.Workspace, func(p string, _ os.FileInfo, _ error) error {
+		if strings.Contains(filepath.Base(p), ".cordon-apply-") {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	if fi, err := os.Stat(filepath.Join(o.Workspace, "a")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("a: %v %v", fi, err)
+	}
+	if cs, _ := o.Changes(); len(cs) != 0 {
+		t.Errorf("after apply, changes = %s", summary(cs))
+	}
+	// Applying again lands nothing and conflicts with nothing.
+	if cs, err := o.Apply(ApplyOptions{}); err != nil || len(cs) != 0 {
+		t.Errorf("second apply = %s, %v", summary(cs), err)
+	}
+}
+
+// TestApplyNotThroughHostSymlink: a host directory replaced by a symlink
+// after the overlay started is not written through.
+func TestApplyNotThroughHostSymlink(t *testing.T) {
+	o := newTestOverlay(t, []string{"dir d"}, []string{"file d/x new"})
+	outside := t.TempDir()
+	if err := os.Remove(filepath.Join(o.Workspace, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(o.Workspace, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Apply(ApplyOptions{}); err == nil {
+		t.Fatal("Apply wrote through a host symlink")
+	}
+	if _, err := os.Lstat(filepath.Join(outside, "x")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("x landed outside the workspace: %v", err)
+	}
+}
+
+// TestApplyRefusesRepositoryShapes: the repository rules of
+// internal/decide hold at apply: a bare repository shape made in the
+// overlay, and a .git file leading git to an unguarded directory, are
+// refused by path; nothing lands.
+func TestApplyRefusesRepositoryShapes(t *testing.T) {
+	tests := []struct {
+		name  string
+		upper []string
+		path  string
+	}{
+		{"bare shape", []string{"file evil/HEAD ref: refs/heads/main\\n", "dir evil/objects", "dir evil/refs", "file evil/config [core]\\n\\tfsmonitor = touch /tmp/x\\n"}, "evil"},
+		{"gitdir redirect", []string{"file sub/.git gitdir: /tmp/elsewhere\\n"}, "sub/.git"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newTestOverlay(t, []string{"file a x"}, append(tt.upper, "file a y"))
+			_, err := o.Apply(ApplyOptions{})
+			var pe *ProtectedError
+			want := filepath.Join(o.Workspace, tt.path)
+			if !errors.As(err, &pe) || len(pe.Refused) != 1 || pe.Refused[0].Path != want {
+				t.Fatalf("Apply = %v, want %s refused", err, want)
+			}
+			if _, err := os.Lstat(want); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s landed: %v", want, err)
+			}
+			if data, _ := os.ReadFile(filepath.Join(o.Workspace, "a")); string(data) != "x" {
+				t.Errorf("a = %q", data)
+			}
+		})
+	}
+}

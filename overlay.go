@@ -1,0 +1,140 @@
+package cordon
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/cordon-run/cordon/internal/overlay"
+	"github.com/cordon-run/cordon/spec"
+)
+
+// Overlay errors, for errors.Is.
+var (
+	// ErrOverlayConflict is an apply refused because the host changed a
+	// path the overlay changes too (*overlay.ConflictError names them).
+	ErrOverlayConflict = overlay.ErrConflict
+	// ErrOverlayProtected is an apply refused because the overlay changes
+	// deny or protect paths (*overlay.ProtectedError names them).
+	ErrOverlayProtected = overlay.ErrProtected
+	// ErrOverlayInUse is an overlay another run, session or apply holds.
+	ErrOverlayInUse = overlay.ErrInUse
+	// ErrOverlayNotFound is an overlay that does not exist.
+	ErrOverlayNotFound = overlay.ErrNotFound
+)
+
+// InOverlay runs the command in the copy-on-write overlay name of the
+// workspace: the workspace is the read-only lower layer and every write
+// lands in the overlay's upper layer, which cordon keeps per user outside
+// the workspace (OverlayStore). A later run with the same name continues
+// where this one stopped; nothing reaches the host until ApplyOverlay.
+func InOverlay(name string) RunOption { return func(c *runConfig) { c.overlay = name } }
+
+// OverlayStore opens this user's overlay store (overlay.DefaultDir).
+func OverlayStore() (*overlay.Store, error) { return overlay.Open(overlay.DefaultDir()) }
+
+// startOverlay takes the overlay name of sb's workspace, locked, and
+// returns the sandbox that mounts it: the same sandbox with the layers set
+// and without its protect entries inside the workspace, which hold at
+// apply instead (ApplyOverlay): a write in an overlay reaches no host
+// file, so the sandbox may change what apply will then refuse to land.
+func startOverlay(sb *spec.Sandbox, name string) (*spec.Sandbox, *overlay.Overlay, func(), error) {
+	if runtime.GOOS != "linux" {
+		// Seatbelt has no overlay: a run would write the workspace itself.
+		return nil, nil, nil, fmt.Errorf("%w: overlay %s: %w; fix: run without --overlay (direct mode) on this system", spec.ErrUnenforceable, name, overlay.ErrUnsupported)
+	}
+	if sb.Root == "" {
+		return nil, nil, nil, fmt.Errorf("%w: overlay %s: the sandbox has no workspace to overlay; fix: set sandbox.root", spec.ErrUnenforceable, name)
+	}
+	if sb.Readonly {
+		return nil, nil, nil, fmt.Errorf("%w: overlay %s: the workspace is read-only (readonly: true), so there is nothing to overlay; fix: drop --overlay or --readonly", spec.ErrUnenforceable, name)
+	}
+	st, err := OverlayStore()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := storeHidden(sb, st.Dir); err != nil {
+		return nil, nil, nil, err
+	}
+	o, release, err := st.Start(name, sb.Root)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c := sb.Clone()
+	c.Overlay = &spec.Overlay{Name: o.Name, Upper: o.Upper(), Work: o.Work()}
+	c.Protect = nil
+	for _, p := range sb.Protect {
+		if !within(sb.Root, p) {
+			c.Protect = append(c.Protect, p)
+		}
+	}
+	return c, o, release, nil
+}
+
+// storeHidden refuses a sandbox that would show the overlay store: a
+// command that could write another overlay's upper layer would write what
+// that overlay's apply lands.
+func storeHidden(sb *spec.Sandbox, store string) error {
+	real, err := filepath.EvalSymlinks(store)
+	if err != nil {
+		real = store
+	}
+	sources := []string{sb.Root}
+	for _, m := range sb.Mounts {
+		sources = append(sources, m.Source)
+	}
+	for _, src := range sources {
+		r, err := filepath.EvalSymlinks(src)
+		if err != nil {
+			r = src
+		}
+		if within(r, real) || within(real, r) {
+			return fmt.Errorf("%w: the mount of %s would show the overlay store %s to the sandbox; fix: mount a narrower directory, or set CORDON_OVERLAY_DIR elsewhere",
+				spec.ErrUnenforceable, src, store)
+		}
+	}
+	return nil
+}
+
+func within(dir, p string) bool {
+	dir = strings.TrimSuffix(dir, "/")
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// overlayPaths are the workspace paths the overlay changes, for the
+// result; a failure to read them leaves the list empty.
+func overlayPaths(o *overlay.Overlay) []string {
+	cs, err := o.Changes()
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		if !c.Dir() {
+			out = append(out, c.Path)
+		}
+	}
+	return out
+}
+
+// ApplyOverlay lands the overlay name on its workspace, refusing (and
+// landing nothing) on a conflict with the host (ErrOverlayConflict) and on
+// every change to a deny path, or to a protect path without
+// allowProtected (ErrOverlayProtected). The deny and protect entries are
+// this sandbox's, whose workspace the overlay must be of.
+func (s *Sandbox) ApplyOverlay(name string, allowProtected bool) ([]overlay.Change, error) {
+	st, err := OverlayStore()
+	if err != nil {
+		return nil, err
+	}
+	o, err := st.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if o.Workspace != s.sb.Root {
+		return nil, fmt.Errorf("%w: %s is an overlay of %s, but this project's workspace is %s; fix: run cordon apply from %s (or with its --config)",
+			overlay.ErrWorkspace, name, o.Workspace, s.sb.Root, o.Workspace)
+	}
+	return o.Apply(overlay.ApplyOptions{Rules: overlay.RulesOf(s.sb), AllowProtected: allowProtected})
+}
