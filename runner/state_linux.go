@@ -117,9 +117,6 @@ func (s *stateDir) begin(id string) (unlock func(), err error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return fail(fmt.Errorf("lock run dir: %w", err))
 	}
-	if err := os.Chmod(tmp, 0o711); err != nil {
-		return fail(err)
-	}
 	if err := os.Rename(tmp, s.runDir(id)); err != nil {
 		return fail(fmt.Errorf("publish run dir: %w", err))
 	}
