@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/spec"
 )
 
 // treeOf lists every path under dir with its type and size, sorted.
@@ -81,5 +83,51 @@ func TestIntegrationSharedRootfsCannotBeWritten(t *testing.T) {
 	}
 	if roots2, _ := os.ReadDir(filepath.Join(state, "roots")); len(roots2) != 1 {
 		t.Fatalf("runs of one layout did not share one skeleton: %v", roots2)
+	}
+}
+
+// TestIntegrationSharedRootfsFirstRunsAtOnce: runs of a layout no run has
+// made yet, started at once, all succeed (one makes the skeleton, the
+// others wait for it, none races it) and share one skeleton.
+func TestIntegrationSharedRootfsFirstRunsAtOnce(t *testing.T) {
+	sb := newSandbox(t)
+	state := t.TempDir()
+	// A file mount point at a path no other mount holds: libcontainer
+	// makes it in the skeleton with O_EXCL, which two makers would race.
+	src := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(src, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb.Mounts = append(sb.Mounts, spec.Mount{Source: src, Target: "/cordon-test-file", Readonly: true})
+	const n = 4
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := runner.New(runner.Options{StateDir: state})
+			if err == nil {
+				var res runner.Result
+				res, err = r.Run(context.Background(), runner.Request{Sandbox: sb, Args: []string{"true"}})
+				if err == nil && res.ExitCode != 0 {
+					err = fmt.Errorf("exit %d %s: %s", res.ExitCode, res.FailureType, res.FailureDetail)
+				}
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("run %d: %v", i, err)
+		}
+	}
+	roots, _ := os.ReadDir(filepath.Join(state, "roots"))
+	if len(roots) != 1 {
+		t.Fatalf("runs of one layout did not share one skeleton: %v", roots)
+	}
+	if _, err := os.Stat(filepath.Join(state, "roots", roots[0].Name(), "rootfs", "cordon-test-file")); err != nil {
+		t.Fatalf("the file mount point is not in the skeleton: %v", err)
 	}
 }
