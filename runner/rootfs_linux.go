@@ -35,12 +35,15 @@ import (
 // read-only (sharedRootfs refuses otherwise) and the sandbox holds no
 // capability to remount it.
 
-// rootsUnusedAfter is how long an unused skeleton is kept.
-const rootsUnusedAfter = 24 * time.Hour
+// rootsUnusedAfter is how long an unused skeleton is kept: long enough for
+// the runs an agent makes in one workspace, short enough that a harness
+// that runs each command in a fresh directory (a layout used once) leaves
+// few behind for preflight to look at.
+const rootsUnusedAfter = 10 * time.Minute
 
 // rootsTouchAfter is how stale a skeleton's ready mark may get before a run
-// that uses it renews it.
-const rootsTouchAfter = time.Hour
+// that uses it renews it (at most one metadata write a minute).
+const rootsTouchAfter = time.Minute
 
 func (s *stateDir) rootsDir() string { return filepath.Join(s.dir, "roots") }
 
