@@ -84,7 +84,9 @@ type linuxRun struct {
 	cwd  string
 	host spec.Host
 
-	specPlan     *spec.Plan
+	specPlan *spec.Plan
+	// root is this run's hold on its rootfs skeleton.
+	root         *sharedRoot
 	oci          *specs.Spec
 	config       *configs.Config
 	bpf          []byte

@@ -23,7 +23,7 @@ import (
 //	DIR/lc/ID/        libcontainer's own state for run ID
 //	DIR/runs/ID/lock  held (flock) by the cordon process running ID
 //	DIR/runs/ID/run.json  what the run created on the host (placeholders)
-//	DIR/runs/ID/rootfs/   the empty directory that becomes the sandbox's /
+//	DIR/roots/KEY/        the rootfs skeletons runs share (rootfs_linux.go)
 //
 // A run directory whose lock can be taken belongs to a cordon that died
 // (SIGKILL); the next run removes everything it left behind.
@@ -116,13 +116,6 @@ func (s *stateDir) begin(id string) (unlock func(), err error) {
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return fail(fmt.Errorf("lock run dir: %w", err))
-	}
-	// The rootfs must be traversable by the container's user.
-	if err := os.Mkdir(filepath.Join(tmp, "rootfs"), 0o755); err != nil {
-		return fail(err)
-	}
-	if err := os.Chmod(tmp, 0o711); err != nil {
-		return fail(err)
 	}
 	if err := os.Rename(tmp, s.runDir(id)); err != nil {
 		return fail(fmt.Errorf("publish run dir: %w", err))

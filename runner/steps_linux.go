@@ -52,6 +52,7 @@ var setupSteps = []setupStep{
 // split. A device or socket that must be moved into the sandbox before the
 // command starts (a tun device and its network stack) goes here.
 var startedSteps = []setupStep{
+	{"rootfs", (*linuxRun).publishRootfs},
 	{"cgroup events", (*linuxRun).watchEvents},
 	{"network", (*linuxRun).network},
 	{"deny watch", (*linuxRun).denyWatch},
@@ -73,6 +74,7 @@ func (run *linuxRun) preflight() error {
 	}
 	st := run.r.state
 	st.reapStale()
+	st.reapRoots()
 	if !run.r.rootless {
 		st.sweepOrphanCgroups()
 	}
@@ -116,23 +118,41 @@ func (run *linuxRun) plan() error {
 	return nil
 }
 
-// beginState takes this run's state directory; it is removed when the run
-// ends.
+// beginState takes this run's state directory and its rootfs skeleton
+// (see rootfs_linux.go); the directory is removed when the run ends, and
+// the skeleton is let go only after the container is.
 func (run *linuxRun) beginState() error {
 	st := run.r.state
 	unlock, err := st.begin(run.id)
 	if err != nil {
 		return err
 	}
+	var root *sharedRoot
+	if run.oci.Root != nil && run.oci.Root.Path == st.rootfs(run.id) {
+		// cordon's own empty root (not a system: rootfs directory).
+		if root, err = st.sharedRootfs(run.oci); err != nil {
+			_ = st.cleanup(run.id)
+			unlock()
+			return err
+		}
+	}
+	run.root = root
 	run.onEnd(func() {
 		run.ph.mark("run")
 		if err := st.cleanup(run.id); err != nil {
 			run.logCleanup(err)
 		}
+		root.release()
 		unlock()
 		run.ph.mark("cleanup")
 	})
 	return nil
+}
+
+// publishRootfs marks a rootfs skeleton this run made ready for others:
+// the init has made every mount point in it.
+func (run *linuxRun) publishRootfs() error {
+	return run.root.publish()
 }
 
 // delegatedCgroup readies the user's delegated cgroup for a rootless run

@@ -43,7 +43,7 @@ if [ "$(id -u)" -ne 0 ] || ! command -v perf >/dev/null || [ "$(perf list 'sched
 else
   # uprobes on the libseccomp that cordon links, to time the filter's
   # compilation inside the init.
-  lib="$(ldd "$cordon" | awk '/libseccomp/ {print $3}')"
+  lib="$( (ldd "$cordon" 2>/dev/null || true) | awk '/libseccomp/ {print $3}')" # none when static
   if [ -n "$lib" ] && ! perf probe -l 2>/dev/null | grep -c probe_libseccomp >/dev/null &&
     perf probe -q -x "$lib" -a seccomp_init -a seccomp_export_bpf -a 'seccomp_export_bpf%return' >/dev/null 2>&1; then
     probes_added=true
