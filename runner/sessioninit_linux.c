@@ -220,7 +220,8 @@ static int children_of(pid_t self, pid_t *out, int max)
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
 		char path[64], buf[512];
-		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		if ((size_t)snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name) >= sizeof(path))
+			continue; // not a pid
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM)) {
 			closedir(d);

@@ -567,10 +567,13 @@ static void client(int argc, char **argv)
 	state_dir(dir, sizeof(dir));
 	if (private_dir(dir) < 0)
 		gone(name, "cordon's state directory is missing or not private", report, json);
-	snprintf(path, sizeof(path), "%s/sessions", dir);
+	// A path cut short would name another directory: refuse it.
+	if ((size_t)snprintf(path, sizeof(path), "%s/sessions", dir) >= sizeof(path))
+		gone(name, "cordon's state directory path is too long", report, json);
 	if (private_dir(path) < 0)
 		gone(name, "no session was ever started", report, json);
-	snprintf(path, sizeof(path), "%s/sessions/%s", dir, name);
+	if ((size_t)snprintf(path, sizeof(path), "%s/sessions/%s", dir, name) >= sizeof(path))
+		gone(name, "cordon's state directory path is too long", report, json);
 	if (private_dir(path) < 0)
 		gone(name, "no such session", report, json);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
