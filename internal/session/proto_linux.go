@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// The wire format on a session socket; cmd/cordon/execclient_linux.c
-// speaks it too, so the constants and layouts must match it.
+// The wire format on a session socket; the C clients of cmd/cordon speak it
+// too, from cmd/cordon/execproto_linux.h, which cmd/cordon checks against
+// the Wire* constants below when it builds.
 //
 // A client sends one request: a 32-byte header, then its payload of
 // NUL-terminated strings (options as "key=value", argv, env). An exec
@@ -29,6 +30,23 @@ const (
 	sigFrame    = 8
 	maxPayload  = 8 << 20
 	maxResponse = 16 << 20
+)
+
+// The protocol's numbers under exported names, for the build-time check of
+// the C clients' header (cmd/cordon/execproto_linux.h) against them.
+const (
+	WireReqMagic    = reqMagic
+	WireRespMagic   = respMagic
+	WireSigMagic    = sigMagic
+	WireWinchMagic  = winchMagic
+	WireVersion     = version
+	WireReqExec     = reqExec
+	WireReqStop     = reqStop
+	WireReqHeader   = reqHeader
+	WireRespHeader  = respHeader
+	WireSigFrame    = sigFrame
+	WireMaxPayload  = maxPayload
+	WireMaxResponse = maxResponse
 )
 
 // request is a decoded request header and payload.
