@@ -143,7 +143,11 @@ func readResponse(r io.Reader) (code int, msg string, report []byte, err error) 
 	if le.Uint32(h[0:]) != respMagic || le.Uint32(h[4:]) != version {
 		return 0, "", nil, fmt.Errorf("%w: bad response header", ErrProtocol)
 	}
-	ml, jl := le.Uint32(h[12:]), le.Uint32(h[16:])
+	c, ml, jl := le.Uint32(h[8:]), le.Uint32(h[12:]), le.Uint32(h[16:])
+	if c > 255 {
+		// As the C clients: an exit code is 0-255.
+		return 0, "", nil, fmt.Errorf("%w: exit code %d out of range", ErrProtocol, int32(c))
+	}
 	if uint64(ml)+uint64(jl) > maxResponse {
 		return 0, "", nil, fmt.Errorf("%w: response too large", ErrProtocol)
 	}
@@ -151,5 +155,5 @@ func readResponse(r io.Reader) (code int, msg string, report []byte, err error) 
 	if _, err := io.ReadFull(r, body); err != nil {
 		return 0, "", nil, err
 	}
-	return int(int32(le.Uint32(h[8:]))), string(body[:ml]), body[ml:], nil
+	return int(c), string(body[:ml]), body[ml:], nil
 }
