@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // cordonPkg is the command the CLI tests run.
@@ -75,6 +77,16 @@ func buildCordon(tags string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("cache directory for the test binary: %w", err)
 	}
+	// One build per key at a time, across the test binaries go test runs
+	// in parallel: the others wait for it and then find the binary.
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("cache directory for the test binary: %w", err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return "", fmt.Errorf("lock the test binary cache: %w", err)
+	}
 	sweepStale(dir)
 	// Each key is a directory holding a binary named cordon, so a test can
 	// put it on PATH under the name a user types.
@@ -86,8 +98,7 @@ func buildCordon(tags string) (string, error) {
 		return bin, nil
 	}
 	// Build in a directory beside the entry and rename it into place: a
-	// package building the same key at the same time, or a test run
-	// killed mid-link, never leaves a partial binary under the key.
+	// test run killed mid-link never leaves a partial binary under the key.
 	tmp, err := os.MkdirTemp(dir, "build-")
 	if err != nil {
 		return "", fmt.Errorf("cache directory for the test binary: %w", err)
@@ -101,10 +112,7 @@ func buildCordon(tags string) (string, error) {
 		return "", fmt.Errorf("cache the test binary: %w", err)
 	}
 	if err := os.Rename(tmp, entry); err != nil {
-		if _, serr := os.Stat(bin); serr != nil {
-			return "", fmt.Errorf("cache the test binary: %w", err)
-		}
-		// Another package built the same key first: use its binary.
+		return "", fmt.Errorf("cache the test binary: %w", err)
 	}
 	return bin, nil
 }
@@ -144,6 +152,9 @@ func sweepStale(dir string) {
 		return
 	}
 	for _, e := range ents {
+		if e.Name() == ".lock" {
+			continue
+		}
 		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleAfter {
 			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
