@@ -22,7 +22,7 @@ BUILD_TAGS := $(TAGS)
 endif
 export CGO_ENABLED = 1
 
-.PHONY: help build install test unit integration rootless vm lint cross bench fuzz deps clean
+.PHONY: help build install test test-short unit integration rootless vm lint cross bench fuzz deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -42,6 +42,9 @@ install: build ## install bin/cordon to $(PREFIX)/bin (default /usr/local), its 
 
 test: deps lint cross unit integration rootless vm ## run every test: lint, cross builds, unit, integration as root and rootless, the cgroup v2 VM
 
+test-short: ## the quick loop (under a minute once built): go test -short ./..., which skips what starts sandboxes, test hosts or waits out timeouts
+	$(GO) test -tags '$(TAGS)' -short ./...
+
 unit: deps ## unit and integration tests of every package (as the current user)
 	$(GO) test -tags '$(TAGS)' -count=1 ./...
 
@@ -54,7 +57,7 @@ rootless: deps build ## the runner's integration tests and the escape suite agai
 vm: deps build ## the cgroup v2 lane: boot a VM (qemu, no KVM needed) and run cordon's run, limit, timeout and leftover cases as root and as a delegated user
 	bash hack/vm/run.sh $(BIN)
 
-lint: ## gofmt, goimports grouping, go vet and staticcheck (linux and darwin), and the size rules of STYLE.md
+lint: ## gofmt, goimports grouping, go vet and staticcheck (linux and darwin), and the size rules of docs/style.md
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@bash hack/lint-tools.sh $(TOOLS)
 	@out=$$($(TOOLS)/goimports -local $(MODULE) -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then \
@@ -70,9 +73,13 @@ cross: ## build for linux and darwin (amd64 and arm64)
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./...
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./...
 
-fuzz: ## run each fuzz target for a short while
-	$(GO) test ./spec/ -run '^$$' -fuzz FuzzParse -fuzztime 20s
-	$(GO) test ./mounts/ -run '^$$' -fuzz FuzzResolve -fuzztime 20s
+FUZZTIME ?= 60s
+fuzz: ## run each fuzz target for FUZZTIME (60s) each
+	$(GO) test ./spec/ -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./mounts/ -run '^$$' -fuzz FuzzResolve -fuzztime $(FUZZTIME)
+	$(GO) test -tags '$(TAGS)' ./runner/ -run '^$$' -fuzz FuzzDecodeStatus -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/session/ -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/session/ -run '^$$' -fuzz FuzzReadResponse -fuzztime $(FUZZTIME)
 
 bench: deps build ## compare cordon with bwrap and runc side by side (hack/bench)
 	bash hack/bench

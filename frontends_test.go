@@ -10,8 +10,11 @@ import (
 )
 
 // TestFrontEndsImportNoBackend keeps the root package the one composition
-// root: the front ends reach the backend, the audit log and attachments
-// only through it, so none of them can wire a run differently.
+// root: the front ends (the CLI, the MCP server and the session server
+// behind `cordon exec`) reach the backend, the audit log and attachments
+// only through it, so none of them can wire a run differently. What a
+// front end needs from the backend (an exit code, a failure type) the
+// root re-exports.
 func TestFrontEndsImportNoBackend(t *testing.T) {
 	forbidden := []string{
 		"github.com/cordon-run/cordon/runner",
@@ -20,7 +23,7 @@ func TestFrontEndsImportNoBackend(t *testing.T) {
 		"github.com/cordon-run/cordon/internal/attach",
 		"github.com/opencontainers/runc",
 	}
-	for _, dir := range []string{"cmd/cordon", "internal/mcpserver"} {
+	for _, dir := range []string{"cmd/cordon", "internal/mcpserver", "internal/session"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no Go files in %s: %v", dir, err)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the size rules of STYLE.md: no non-test Go file over 600 lines and
+# Checks the size rules of docs/style.md: no non-test Go file over 600 lines and
 # no function over 120 lines, in the packages given (default: runner, darwin
 # and spec). gofmt'ed code starts a top-level function with "func" and ends
 # it with "}" in column one, so awk can measure it.

@@ -50,6 +50,9 @@ func holdDirLock(t *testing.T, dir string) (release func()) {
 // nothing; a Write of a name no shape rule looks at takes no lock and
 // goes ahead; once the lock is let go the refused Write works.
 func TestWriteLockHeldFailsClosed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out the lock's timeout twice (about 10 s); go test ./... (make unit) runs it")
+	}
 	ws := t.TempDir()
 	r := filepath.Join(ws, "r")
 	for _, d := range []string{"r/objects", "r/hooks"} {

@@ -270,7 +270,7 @@ func (s *linuxSession) watch(lp *libcontainer.Process) {
 		// Nothing else may come after the ready byte: the init is not
 		// trusted to speak, so the session ends either way; "A" only
 		// says why (it could not put back its own attributes).
-		if n == 1 && b[0] == 'A' {
+		if n == 1 && b[0] == sessionAbortByte {
 			s.kill(attrsLowered)
 			return
 		}

@@ -61,61 +61,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "forkproto_linux.h"
 #include "sandboxinit_linux.h"
-
-#define CORDON_SESSION_ARG "cordon-session-init"
-#define CTRL_FD 3
-// Must match sessionproto_linux.go.
-#define REQ_MAGIC 0x58445243u	 // "CRDX"
-#define STATUS_MAGIC 0x53445243u // "CRDS"
-#define PROTO_VERSION 2
-#define REQ_EXEC 1
-#define REQ_SIGNAL 2
-#define REQ_SPARE 3
-#define FLAG_DETACH 1u
-#define FLAG_TTY 2u
-#define FLAG_CGROUP 4u
-#define MAX_FDS 6
-#define CORDON_SIG_KILLTREE (-1)
-#define PHASE_RAN 0
-#define PHASE_CHDIR 1
-#define PHASE_EXEC 2
-#define PHASE_SHIM 3
-#define PHASE_ATTRS 4
-#define MAX_PAYLOAD (8u << 20)
-// Status flags. STATUS_KILLED is informative only (the supervisor decides
-// kills from its own timer); STATUS_AGAIN says the shim waits for another
-// exec on the same socket.
-#define STATUS_KILLED 1
-#define STATUS_AGAIN 2
-
-struct cordon_req {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t type;
-	uint64_t id;
-	uint32_t flags;
-	int32_t sig;
-	uint32_t nargv;
-	uint32_t nenv;
-	uint32_t len;
-	uint32_t pad;
-};
-
-struct cordon_status {
-	uint32_t magic;
-	uint32_t version;
-	int32_t phase;
-	int32_t err;
-	int32_t wstatus;
-	int32_t flags; // STATUS_*
-	int64_t utime_us;
-	int64_t stime_us;
-	int64_t maxrss_kb;
-};
-
-_Static_assert(sizeof(struct cordon_req) == 40, "request header layout");
-_Static_assert(sizeof(struct cordon_status) == 48, "status layout");
 
 static void sdie(const char *msg)
 {
@@ -220,7 +167,8 @@ static int children_of(pid_t self, pid_t *out, int max)
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
 		char path[64], buf[512];
-		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		if ((size_t)snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name) >= sizeof(path))
+			continue; // not a pid
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM)) {
 			closedir(d);
@@ -839,7 +787,7 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 	if (sfd < 0)
 		sdie("signalfd failed");
 	pid1_sfd = sfd;
-	if (write(CTRL_FD, "R", 1) != 1)
+	if (write(CTRL_FD, &(char){CTRL_READY}, 1) != 1)
 		_exit(0);
 
 	struct pollfd p[2] = {
@@ -872,7 +820,7 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 		// and the forks that inherit them. What cannot be put back ends
 		// the session: the supervisor reads why from the byte.
 		if (attrs_restore()) {
-			(void)!write(CTRL_FD, "A", 1);
+			(void)!write(CTRL_FD, &(char){CTRL_ABORT}, 1);
 			_exit(0);
 		}
 		struct cordon_req h;

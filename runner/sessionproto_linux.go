@@ -8,7 +8,9 @@ import (
 )
 
 // The wire format between the session supervisor and the fork server
-// (sessioninit_linux.c); the constants and layouts must match it.
+// (sessioninit_linux.c), defined once in forkproto_linux.h: every constant
+// and offset here is checked against that header when the package builds
+// with cgo (sessionproto_cgo_linux.go).
 const (
 	sessionInitArg   = "cordon-session-init"
 	protoReqMagic    = 0x58445243 // "CRDX"
@@ -37,11 +39,38 @@ const (
 	// command inherits (a command lowered a hard limit or raised the
 	// nice value of PID 1 or a shim).
 	phaseAttrs = 4
-	// statusAgain in a status record's flags: the shim waits on the same
-	// socket for another exec.
+	// statusKilled in a status record's flags: the shim killed the
+	// command's tree (informative only: the supervisor decides kills from
+	// its own timer). statusAgain: the shim waits on the same socket for
+	// another exec.
+	statusKilled       = 1
 	statusAgain        = 2
 	sessionReadyByte   = 'R'
+	sessionAbortByte   = 'A'
 	sessionReadyWithin = 10 * time.Second
+)
+
+// The offsets of the fields of struct cordon_req (req*) and struct
+// cordon_status (st*).
+const (
+	reqMagic   = 0
+	reqVersion = 4
+	reqType    = 6
+	reqID      = 8
+	reqFlags   = 16
+	reqSig     = 20
+	reqNargv   = 24
+	reqNenv    = 28
+	reqLen     = 32
+	stMagic    = 0
+	stVersion  = 4
+	stPhase    = 8
+	stErr      = 12
+	stWstatus  = 16
+	stFlags    = 20
+	stUtime    = 24
+	stStime    = 32
+	stMaxRSS   = 40
 )
 
 // encodeExec builds an EXEC request: the header, then cwd, argv and env,
@@ -76,15 +105,15 @@ func encodeSignal(id uint64, sig int32) []byte {
 func header(typ uint16, id uint64, flags uint32, sig int32, nargv, nenv, n uint32) []byte {
 	b := make([]byte, protoHeaderSize)
 	le := binary.NativeEndian
-	le.PutUint32(b[0:], protoReqMagic)
-	le.PutUint16(b[4:], protoVersion)
-	le.PutUint16(b[6:], typ)
-	le.PutUint64(b[8:], id)
-	le.PutUint32(b[16:], flags)
-	le.PutUint32(b[20:], uint32(sig))
-	le.PutUint32(b[24:], nargv)
-	le.PutUint32(b[28:], nenv)
-	le.PutUint32(b[32:], n)
+	le.PutUint32(b[reqMagic:], protoReqMagic)
+	le.PutUint16(b[reqVersion:], protoVersion)
+	le.PutUint16(b[reqType:], typ)
+	le.PutUint64(b[reqID:], id)
+	le.PutUint32(b[reqFlags:], flags)
+	le.PutUint32(b[reqSig:], uint32(sig))
+	le.PutUint32(b[reqNargv:], nargv)
+	le.PutUint32(b[reqNenv:], nenv)
+	le.PutUint32(b[reqLen:], n)
 	return b
 }
 
@@ -101,23 +130,52 @@ type execStatus struct {
 	maxRSSKB int64
 }
 
-// decodeStatus checks and decodes one status record.
+// decodeStatus checks and decodes one status record. Every field is
+// checked against what a shim can write: a known phase, an errno, only the
+// flags it sets, CPU times and a peak RSS that are not negative, and, for a
+// command that ran, the wait status of a process that ended (an exit code,
+// or a signal that exists); anything else is a shim that does not follow
+// the protocol, and the exec's outcome is not taken from it.
 func decodeStatus(b []byte) (execStatus, error) {
 	le := binary.NativeEndian
-	if len(b) != protoStatusSize || le.Uint32(b[0:]) != protoStatusMagic || le.Uint32(b[4:]) != protoVersion {
+	if len(b) != protoStatusSize || le.Uint32(b[stMagic:]) != protoStatusMagic || le.Uint32(b[stVersion:]) != protoVersion {
 		return execStatus{}, fmt.Errorf("malformed status record (%d bytes)", len(b))
 	}
+	flags := le.Uint32(b[stFlags:])
 	st := execStatus{
-		phase:    int32(le.Uint32(b[8:])),
-		errno:    int32(le.Uint32(b[12:])),
-		wstatus:  int32(le.Uint32(b[16:])),
-		again:    le.Uint32(b[20:])&statusAgain != 0,
-		utimeUS:  int64(le.Uint64(b[24:])),
-		stimeUS:  int64(le.Uint64(b[32:])),
-		maxRSSKB: int64(le.Uint64(b[40:])),
+		phase:    int32(le.Uint32(b[stPhase:])),
+		errno:    int32(le.Uint32(b[stErr:])),
+		wstatus:  int32(le.Uint32(b[stWstatus:])),
+		again:    flags&statusAgain != 0,
+		utimeUS:  int64(le.Uint64(b[stUtime:])),
+		stimeUS:  int64(le.Uint64(b[stStime:])),
+		maxRSSKB: int64(le.Uint64(b[stMaxRSS:])),
 	}
-	if st.phase < phaseRan || st.phase > phaseAttrs || st.errno < 0 || st.errno > 4095 {
+	switch {
+	case st.phase < phaseRan || st.phase > phaseAttrs || st.errno < 0 || st.errno > 4095:
 		return execStatus{}, fmt.Errorf("status record out of range (phase %d, errno %d)", st.phase, st.errno)
+	case flags&^(statusKilled|statusAgain) != 0:
+		return execStatus{}, fmt.Errorf("status record with unknown flags %#x", flags)
+	case st.utimeUS < 0 || st.stimeUS < 0 || st.maxRSSKB < 0:
+		return execStatus{}, fmt.Errorf("status record with a negative usage (user %d us, system %d us, max RSS %d KiB)", st.utimeUS, st.stimeUS, st.maxRSSKB)
+	case st.phase == phaseRan && !endedWaitStatus(st.wstatus):
+		return execStatus{}, fmt.Errorf("status record with wait status %#x, which is not that of an ended process", st.wstatus)
 	}
 	return st, nil
+}
+
+// endedWaitStatus reports whether ws is the wait status of a process that
+// ended: an exit code (0-255 in bits 8-15), or a signal from 1 to the
+// last real-time signal (with or without the core-dump bit), and no other
+// bit set.
+func endedWaitStatus(ws int32) bool {
+	const sigrtmax = 64
+	if ws&^0xffff != 0 {
+		return false
+	}
+	sig := ws & 0x7f
+	if sig == 0 {
+		return true // exited: the code is bits 8-15
+	}
+	return ws&^0xff == 0 && sig <= sigrtmax
 }

@@ -100,7 +100,7 @@ COMP_WORDS=(cordon ru); COMP_CWORD=1; _cordon; echo "1:${COMPREPLY[*]}"
 COMP_WORDS=(cordon run --re); COMP_CWORD=2; _cordon; echo "2:${COMPREPLY[*]}"
 COMP_WORDS=(cordon trust --r); COMP_CWORD=2; _cordon; echo "3:${COMPREPLY[*]}"`
 	cmd := exec.Command(bash, "-c", script)
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(cordonBin)+":"+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(cordonBin(t))+":"+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	want := "1:run\n2:--readonly --report\n3:--revoke\n"
 	if err != nil || string(out) != want {
@@ -138,10 +138,10 @@ func TestDoctorExitCode(t *testing.T) {
 	if r.code != want {
 		t.Fatalf("doctor exit %d, want %d for %+v", r.code, want, caps)
 	}
-	nosec := filepath.Join(t.TempDir(), "cordon-noseccomp")
-	if out, err := exec.Command("go", "build", "-tags", "noseccomp", "-o", nosec, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags noseccomp: %v\n%s", err, out)
-	}
+	// A build without libseccomp is a second link of the whole binary
+	// after every change: the quick loop leaves it out.
+	testenv.SkipIfShort(t, "links a second cordon without libseccomp")
+	nosec := testenv.CordonBinary(t, testenv.NoSeccomp)
 	cmd := exec.Command(nosec, "doctor")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -211,7 +211,7 @@ print(r["failure_type"], r["exit_code"], out.strip(), err.strip())
 	}
 	cmd := exec.Command(python, "-c", script)
 	cmd.Dir = ws
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(cordonBin)+":"+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(cordonBin(t))+":"+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.HasPrefix(strings.TrimSpace(string(out)), "none 0 hi") {
 		t.Fatalf("the README's helper with a 5s worker: %v %q", err, out)

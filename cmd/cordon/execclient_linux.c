@@ -34,17 +34,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "execfast_linux.h"
-
-#define REQ_MAGIC 0x43445243u  // "CRDC"
-#define RESP_MAGIC 0x52445243u // "CRDR"
-#define SIG_MAGIC 0x47535243u  // "CRSG"
-#define WINCH_MAGIC 0x4e495743u // "CWIN"
-#define PROTO_VERSION 1
-#define REQ_EXEC 1
-#define EXIT_CONFIG 2
-#define EXIT_SETUP 125
-#define MAX_RESPONSE (16u << 20)
+#include "execproto_linux.h"
 
 extern char **environ;
 
@@ -316,7 +306,7 @@ static void refuse(const char *msg, int with_usage)
 	}
 	k += (size_t)snprintf(rep + k, sizeof(rep) - k, "\",\n  \"duration_ms\": 0\n}\n");
 	write_report(rep, k);
-	_exit(EXIT_CONFIG);
+	_exit(CORDON_EXIT_CONFIG);
 }
 
 // report_arg finds --report's value before the flags are parsed, so that a
@@ -359,7 +349,7 @@ static void winch(int sig)
 {
 	(void)sig;
 	int e = errno;
-	uint32_t frame[2] = {WINCH_MAGIC, winsize()};
+	uint32_t frame[2] = {EXEC_WINCH_MAGIC, winsize()};
 	if (sock >= 0)
 		(void)!write(sock, frame, sizeof(frame));
 	errno = e;
@@ -382,7 +372,7 @@ static void outs(int fd, const char *s) { out(fd, s, strlen(s)); }
 
 static void forward(int sig)
 {
-	uint32_t frame[2] = {SIG_MAGIC, (uint32_t)sig};
+	uint32_t frame[2] = {EXEC_SIG_MAGIC, (uint32_t)sig};
 	int e = errno;
 	if (sock >= 0)
 		(void)!write(sock, frame, sizeof(frame));
@@ -441,7 +431,7 @@ static void gone(const char *name, const char *why, const char *report, int json
 	snprintf(msg, sizeof(msg),
 		 "session_gone: session %s is not running (%s); start it with: cordon session start --name %s", name, why, name);
 	snprintf(rep, sizeof(rep),
-		 "{\n  \"exit_code\": 125,\n  \"failure_type\": \"session_gone\",\n  \"failure_detail\": \"%s\",\n  \"duration_ms\": 0\n}\n", msg);
+		 "{\n  \"exit_code\": " CORDON_XSTR(CORDON_EXIT_SETUP) ",\n  \"failure_type\": \"session_gone\",\n  \"failure_detail\": \"%s\",\n  \"duration_ms\": 0\n}\n", msg);
 	outs(2, "cordon: ");
 	outs(2, msg);
 	outs(2, "\n");
@@ -449,14 +439,14 @@ static void gone(const char *name, const char *why, const char *report, int json
 		outs(2, rep);
 	(void)report;
 	write_report(rep, strlen(rep));
-	_exit(EXIT_SETUP);
+	_exit(CORDON_EXIT_SETUP);
 }
 
 static void die_setup(const char *what)
 {
 	restore_tty();
 	fprintf(stderr, "cordon exec: %s: %s\n", what, strerror(errno));
-	_exit(EXIT_SETUP);
+	_exit(CORDON_EXIT_SETUP);
 }
 
 static int read_full(int fd, void *buf, size_t n)
@@ -500,7 +490,7 @@ static void client(int argc, char **argv)
 	if (rp && (report_fd = open_report(rp)) < 0) {
 		fprintf(stderr, "cordon: refused: --report %s: %s; cordon writes a report only to a regular file reached without symbolic links (remove it or give another path)\n",
 			rp, errno == ELOOP || errno == ENOTDIR ? "a symbolic link is on the way" : errno == EINVAL || errno == ENXIO ? "not a regular file with one link" : strerror(errno));
-		_exit(EXIT_CONFIG);
+		_exit(CORDON_EXIT_CONFIG);
 	}
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
@@ -567,10 +557,13 @@ static void client(int argc, char **argv)
 	state_dir(dir, sizeof(dir));
 	if (private_dir(dir) < 0)
 		gone(name, "cordon's state directory is missing or not private", report, json);
-	snprintf(path, sizeof(path), "%s/sessions", dir);
+	// A path cut short would name another directory: refuse it.
+	if ((size_t)snprintf(path, sizeof(path), "%s/sessions", dir) >= sizeof(path))
+		gone(name, "cordon's state directory path is too long", report, json);
 	if (private_dir(path) < 0)
 		gone(name, "no session was ever started", report, json);
-	snprintf(path, sizeof(path), "%s/sessions/%s", dir, name);
+	if ((size_t)snprintf(path, sizeof(path), "%s/sessions/%s", dir, name) >= sizeof(path))
+		gone(name, "cordon's state directory path is too long", report, json);
 	if (private_dir(path) < 0)
 		gone(name, "no such session", report, json);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -664,8 +657,8 @@ static void client(int argc, char **argv)
 	for (char **e = environ; *e; e++, nenv++)
 		append_str(&buf, &len, &cap, *e);
 	uint32_t payload = (uint32_t)(len - 32);
-	uint16_t ver = PROTO_VERSION, typ = REQ_EXEC;
-	uint32_t magic = REQ_MAGIC;
+	uint16_t ver = EXEC_PROTO_VERSION, typ = EXEC_REQ_EXEC;
+	uint32_t magic = EXEC_REQ_MAGIC;
 	memset(buf, 0, 32);
 	memcpy(buf + 0, &magic, 4);
 	memcpy(buf + 4, &ver, 2);
@@ -724,11 +717,11 @@ static void client(int argc, char **argv)
 	sigprocmask(SIG_SETMASK, &oldset, NULL);
 
 	// The reply is checked before it is used: an exit code of 0-255, a
-	// message and a report of at most MAX_RESPONSE bytes in all.
+	// message and a report of at most EXEC_MAX_RESPONSE bytes in all.
 	uint32_t rh[6];
 	if (read_full(sock, rh, sizeof(rh)) < 0)
 		gone(name, "it ended while the command ran", report, json);
-	if (rh[0] != RESP_MAGIC || rh[1] != PROTO_VERSION || rh[2] > 255 || (uint64_t)rh[3] + rh[4] > MAX_RESPONSE)
+	if (rh[0] != EXEC_RESP_MAGIC || rh[1] != EXEC_PROTO_VERSION || rh[2] > 255 || (uint64_t)rh[3] + rh[4] > EXEC_MAX_RESPONSE)
 		gone(name, "its reply was malformed", report, json);
 	int code = (int)(int32_t)rh[2];
 	restore_tty();
@@ -744,7 +737,7 @@ static void client(int argc, char **argv)
 			snprintf(msg, sizeof(msg), "cordon: the report %s was replaced or moved while the command ran and cannot be written again (%s); "
 				"give --report a path outside the folders the session can write\n", report_path, strerror(errno));
 			outs(2, msg);
-			_exit(EXIT_SETUP);
+			_exit(CORDON_EXIT_SETUP);
 		}
 	}
 	_exit(code);

@@ -9,6 +9,7 @@
 package main
 
 /*
+#cgo CFLAGS: -Wall -Wextra -Werror
 #cgo linux,amd64 LDFLAGS: -Wl,-e,cordonentry
 */
 import "C"

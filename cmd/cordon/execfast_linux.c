@@ -45,15 +45,8 @@
 #include <unistd.h>
 #endif
 
-#include "execfast_linux.h"
+#include "execproto_linux.h"
 
-#define FAST_REQ_MAGIC 0x43445243u // "CRDC", as session/proto_linux.go
-#define FAST_RESP_MAGIC 0x52445243u
-#define FAST_SIG_MAGIC 0x47535243u
-#define FAST_VERSION 1
-#define FAST_REQ_EXEC 1
-#define FAST_EXIT_SETUP 125
-#define FAST_MAX_RESPONSE (16u << 20)
 
 #if defined(__x86_64__)
 #define FAST_NOSP __attribute__((no_stack_protector, noinline))
@@ -292,7 +285,7 @@ static void __attribute__((noreturn)) fast_gone(const char *name, const char *wh
 		m += l;
 	}
 	msg[m] = 0;
-	const char *rparts[] = {"{\n  \"exit_code\": 125,\n  \"failure_type\": \"session_gone\",\n  \"failure_detail\": \"", msg,
+	const char *rparts[] = {"{\n  \"exit_code\": " CORDON_XSTR(CORDON_EXIT_SETUP) ",\n  \"failure_type\": \"session_gone\",\n  \"failure_detail\": \"", msg,
 				"\",\n  \"duration_ms\": 0\n}\n"};
 	for (size_t i = 0; i < 3; i++) {
 		size_t l = flen(rparts[i]);
@@ -307,13 +300,13 @@ static void __attribute__((noreturn)) fast_gone(const char *name, const char *wh
 	if (fast_json)
 		fwrite_all(2, rep, r);
 	fast_write_report(rep, r);
-	fsys(SYS_exit_group, FAST_EXIT_SETUP, 0, 0, 0, 0);
+	fsys(SYS_exit_group, CORDON_EXIT_SETUP, 0, 0, 0, 0);
 	__builtin_unreachable();
 }
 
 static void fast_forward(int sig)
 {
-	uint32_t frame[2] = {FAST_SIG_MAGIC, (uint32_t)sig};
+	uint32_t frame[2] = {EXEC_SIG_MAGIC, (uint32_t)sig};
 	if (fast_sock >= 0)
 		fsys(SYS_write, fast_sock, (long)frame, sizeof(frame), 0, 0);
 }
@@ -702,7 +695,7 @@ static int fast_request(char **argv, int argc, int first, char **envp, const cha
 	for (char **e = envp; *e; e++, nenv++)
 		if (fast_put(*e, NULL) < 0)
 			return -1;
-	uint32_t h[8] = {FAST_REQ_MAGIC, FAST_VERSION | FAST_REQ_EXEC << 16, nopts, nargv, nenv, (uint32_t)(fast_len - 32), 0, 0};
+	uint32_t h[8] = {EXEC_REQ_MAGIC, EXEC_PROTO_VERSION | EXEC_REQ_EXEC << 16, nopts, nargv, nenv, (uint32_t)(fast_len - 32), 0, 0};
 	fcopy(fast_buf, (const char *)h, sizeof(h));
 	return 0;
 }
@@ -751,8 +744,8 @@ static void __attribute__((noreturn)) fast_reply(int s, const char *name)
 	uint32_t rh[6];
 	if (fread_full(s, rh, sizeof(rh)) < 0)
 		fast_gone(name, "it ended while the command ran");
-	if (rh[0] != FAST_RESP_MAGIC || rh[1] != FAST_VERSION || rh[2] > 255 || rh[3] > FAST_MAX_RESPONSE ||
-	    rh[4] > FAST_MAX_RESPONSE - rh[3])
+	if (rh[0] != EXEC_RESP_MAGIC || rh[1] != EXEC_PROTO_VERSION || rh[2] > 255 || rh[3] > EXEC_MAX_RESPONSE ||
+	    rh[4] > EXEC_MAX_RESPONSE - rh[3])
 		fast_gone(name, "its reply was malformed");
 	size_t n = (size_t)rh[3] + rh[4];
 	char *body = fast_buf;
@@ -777,7 +770,7 @@ static void __attribute__((noreturn)) fast_reply(int s, const char *name)
 			fputs2(" was replaced or moved while the command ran and cannot be written again (");
 			fputs2(why);
 			fputs2("); give --report a path outside the folders the session can write\n");
-			fsys(SYS_exit_group, FAST_EXIT_SETUP, 0, 0, 0, 0);
+			fsys(SYS_exit_group, CORDON_EXIT_SETUP, 0, 0, 0, 0);
 		}
 	}
 	fsys(SYS_exit_group, (long)rh[2], 0, 0, 0, 0);

@@ -40,7 +40,7 @@ const (
 	// suffix or size rule, or the sandbox's own /tmp, /proc, /dev).
 	exitCommandsOnly = 3
 	exitConfig       = 2 // the config, a worker file or a flag is invalid
-	exitSetup        = 125
+	exitSetup        = cordon.ExitSetupError
 	exitNotRunnbl    = 126
 )
 

@@ -3,36 +3,22 @@ package main
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/cordon-run/cordon/internal/testenv"
 )
 
 // cordonBin is the cordon binary the CLI tests run: a real build of this
-// command (with seccomp), since it re-executes itself as the container's
-// init. TestMain builds it once.
-var cordonBin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "cordon-cli-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cordonBin = filepath.Join(dir, "cordon")
-	// As make build links it: static, so `cordon exec`'s fast path runs
-	// before any C library code (execfast_linux.c).
-	out, err := exec.Command("go", "build", "-tags", "seccomp netgo osusergo",
-		"-ldflags", "-linkmode external -extldflags -static", "-o", cordonBin, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "go build ./cmd/cordon: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+// command (with seccomp, static as make build links it, so `cordon exec`'s
+// fast path runs before any C library code), since it re-executes itself
+// as the container's init. It is built only when a test needs it, and
+// cached across runs under a key of its sources (testenv.CordonBinary).
+func cordonBin(t testing.TB) string {
+	t.Helper()
+	return testenv.CordonBinary(t, testenv.Seccomp)
 }
 
 // cliResult is the outcome of one cordon invocation.
@@ -44,7 +30,7 @@ type cliResult struct {
 // runCLI runs the built binary in dir.
 func runCLI(t *testing.T, dir string, args ...string) cliResult {
 	t.Helper()
-	cmd := exec.Command(cordonBin, args...)
+	cmd := exec.Command(cordonBin(t), args...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -44,7 +44,7 @@ func startPTY(t *testing.T, dir string, tty bool, args ...string) *ptyRun {
 		t.Fatal(err)
 	}
 	defer term.Close()
-	cmd := exec.Command(cordonBin, args...)
+	cmd := exec.Command(cordonBin(t), args...)
 	cmd.Dir = dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = term, term, term
 	if !tty {

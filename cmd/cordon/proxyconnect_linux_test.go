@@ -47,7 +47,7 @@ func (pl *proxyLog) closeEvents() []netguard.Event {
 
 func runProxyConnect(t *testing.T, env []string, stdin []byte, args ...string) cliResult {
 	t.Helper()
-	cmd := exec.Command(cordonBin, append([]string{"proxy-connect"}, args...)...)
+	cmd := exec.Command(cordonBin(t), append([]string{"proxy-connect"}, args...)...)
 	cmd.Env = env
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
@@ -116,7 +116,7 @@ func TestProxyConnectRefusalShowsTheReason(t *testing.T) {
 		pl := startTestProxy(t, h, allow)
 		home := t.TempDir()
 		cmd := exec.Command(ssh, "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-			"-o", "ProxyCommand="+cordonBin+" proxy-connect %h %p", "-p", fmt.Sprint(h.EchoPort), "git@other.test", "true")
+			"-o", "ProxyCommand="+cordonBin(t)+" proxy-connect %h %p", "-p", fmt.Sprint(h.EchoPort), "git@other.test", "true")
 		cmd.Env = append(pl.Env(), "HOME="+home, "PATH="+os.Getenv("PATH"))
 		out, err := cmd.CombinedOutput()
 		want := fmt.Sprintf("other.test:%d is not in the allow list [%s]", h.EchoPort, allow)
@@ -140,7 +140,7 @@ func TestProxyConnectGitOverSSH(t *testing.T) {
 	pl := startTestProxy(t, h, allow)
 	cmd := exec.Command("git", "ls-remote", fmt.Sprintf("ssh://git@other.test:%d/repo.git", h.EchoPort))
 	cmd.Env = append(pl.Env(), "HOME="+t.TempDir(), "PATH="+os.Getenv("PATH"),
-		"GIT_SSH_COMMAND=ssh -F /dev/null -o BatchMode=yes -o ProxyCommand='"+cordonBin+" proxy-connect %h %p'")
+		"GIT_SSH_COMMAND=ssh -F /dev/null -o BatchMode=yes -o ProxyCommand='"+cordonBin(t)+" proxy-connect %h %p'")
 	out, err := cmd.CombinedOutput()
 	want := fmt.Sprintf("other.test:%d is not in the allow list [%s]", h.EchoPort, allow)
 	if err == nil || !strings.Contains(string(out), want) {
@@ -164,7 +164,7 @@ func TestProxyConnectGitOverSSHReachesAnAllowedHost(t *testing.T) {
 	pl := startTestProxy(t, h, fmt.Sprintf("allowed.test:%d", s.Port))
 	cmd := exec.Command("git", "ls-remote", fmt.Sprintf("ssh://git@allowed.test:%d/repo.git", s.Port))
 	cmd.Env = append(pl.Env(), "HOME="+t.TempDir(), "PATH="+os.Getenv("PATH"),
-		"GIT_SSH_COMMAND=ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ProxyCommand='"+cordonBin+" proxy-connect %h %p'")
+		"GIT_SSH_COMMAND=ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ProxyCommand='"+cordonBin(t)+" proxy-connect %h %p'")
 	out, _ := cmd.CombinedOutput()
 	if !strings.Contains(string(out), s.Text) {
 		t.Fatalf("git: %s\nwant the server's %q", out, s.Text)

@@ -21,7 +21,7 @@ func runGuarded(t *testing.T, dir string, args ...string) cliResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, cordonBin, args...)
+	cmd := exec.CommandContext(ctx, cordonBin(t), args...)
 	cmd.Dir = dir
 	var so, se strings.Builder
 	cmd.Stdout, cmd.Stderr = &so, &se

@@ -66,9 +66,9 @@ func sessionUsers(t *testing.T) []sessionUser {
 	testenv.RequireSandbox(t)
 	ws := t.TempDir()
 	if os.Geteuid() != 0 {
-		return []sessionUser{{name: "rootless", bin: cordonBin, ws: ws, state: stateDirFor(os.Getenv("TMPDIR"), os.Geteuid())}}
+		return []sessionUser{{name: "rootless", bin: cordonBin(t), ws: ws, state: stateDirFor(os.Getenv("TMPDIR"), os.Geteuid())}}
 	}
-	users := []sessionUser{{name: "root", bin: cordonBin, ws: ws, state: "/run/cordon"}}
+	users := []sessionUser{{name: "root", bin: cordonBin(t), ws: ws, state: "/run/cordon"}}
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("setpriv is needed for the rootless pass and CI=true forbids skipping")
@@ -82,7 +82,7 @@ func sessionUsers(t *testing.T) []sessionUser {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(home) })
 	bin := filepath.Join(home, "cordon")
-	data, err := os.ReadFile(cordonBin)
+	data, err := os.ReadFile(cordonBin(t))
 	if err != nil {
 		t.Fatal(err)
 	}

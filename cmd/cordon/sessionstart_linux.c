@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "execproto_linux.h" // CORDON_EXIT_SETUP
+
 // The supervisor's end of the ready pipe, or -1 when this process is not
 // a supervisor forked here.
 int cordon_session_ready_fd = -1;
@@ -56,7 +58,7 @@ __attribute__((constructor)) static void cordon_session_start(int argc, char **a
 		}
 	}
 	if (p[0] < 0 || p[1] < 0)
-		_exit(125);
+		_exit(CORDON_EXIT_SETUP);
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(p[0]);
@@ -91,7 +93,7 @@ __attribute__((constructor)) static void cordon_session_start(int argc, char **a
 	if (!nl || end != nl || code < 0 || code > 255) {
 		static const char msg[] = "cordon: the session supervisor exited before the sandbox was ready\n";
 		write_all(2, msg, sizeof(msg) - 1);
-		_exit(125);
+		_exit(CORDON_EXIT_SETUP);
 	}
 	write_all(2, nl + 1, strlen(nl + 1));
 	_exit((int)code);

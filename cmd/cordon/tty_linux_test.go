@@ -31,7 +31,7 @@ func TestRunInteractiveTTY(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(cordonBin, "run", "--profile", "workspace", "--", "bash", "--norc", "--noprofile", "-i")
+	cmd := exec.Command(cordonBin(t), "run", "--profile", "workspace", "--", "bash", "--norc", "--noprofile", "-i")
 	cmd.Dir = t.TempDir()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
@@ -103,7 +103,7 @@ func TestRunInteractiveTTY(t *testing.T) {
 // cordon's PID 1 in the sandbox), which handles it and sets the exit status.
 func TestRunForwardsSIGTERM(t *testing.T) {
 	testenv.RequireSandbox(t)
-	cmd := exec.Command(cordonBin, "run", "--profile", "workspace", "--", "sh", "-c",
+	cmd := exec.Command(cordonBin(t), "run", "--profile", "workspace", "--", "sh", "-c",
 		`trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.1; done`)
 	cmd.Dir = t.TempDir()
 	var out bytes.Buffer
@@ -181,7 +181,7 @@ func TestRunRestoresTerminalOnHangup(t *testing.T) {
 	}
 	ws := t.TempDir()
 	out := filepath.Join(t.TempDir(), "after")
-	line := cordonBin + " run --profile workspace -- sh -c 'echo ready; sleep 60'; echo rc=$? > " + out + "; stty -a >> " + out
+	line := cordonBin(t) + " run --profile workspace -- sh -c 'echo ready; sleep 60'; echo rc=$? > " + out + "; stty -a >> " + out
 	cmd := exec.Command(script, "-qfec", line, "/dev/null")
 	cmd.Dir = ws
 	stdout, err := cmd.StdoutPipe()
@@ -201,7 +201,7 @@ func TestRunRestoresTerminalOnHangup(t *testing.T) {
 		seen += string(buf[:n])
 	}
 	// cordon is script's grandchild: the shell's child.
-	pids, _ := exec.Command("pgrep", "-f", "-x", cordonBin+" run --profile workspace -- sh -c echo ready; sleep 60").Output()
+	pids, _ := exec.Command("pgrep", "-f", "-x", cordonBin(t)+" run --profile workspace -- sh -c echo ready; sleep 60").Output()
 	fields := strings.Fields(string(pids))
 	if len(fields) != 1 {
 		t.Fatalf("cordon's pid: %q", pids)

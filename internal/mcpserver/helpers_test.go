@@ -6,14 +6,13 @@ import (
 	"encoding/hex"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cordon-run/cordon/internal/testenv"
 	"github.com/cordon-run/cordon/runner"
 )
 
@@ -21,39 +20,15 @@ import (
 // re-execute this test binary as the container's init.
 func TestMain(m *testing.M) {
 	runner.Init()
-	code := m.Run()
-	if binPath != "" {
-		_ = os.RemoveAll(filepath.Dir(binPath))
-	}
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binOut  []byte
-)
-
-// cordonBin builds ./cmd/cordon once (with seccomp) and returns its path. The
-// binary re-executes itself as the container init, so it must be a real
-// build of the command.
+// cordonBin is a build of ./cmd/cordon (with seccomp), cached across runs
+// under a key of its sources. The binary re-executes itself as the
+// container init, so it must be a real build of the command.
 func cordonBin(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "cordon-mcpserver-test-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "cordon")
-		cmd := exec.Command("go", "build", "-tags", "seccomp", "-o", binPath, "../../cmd/cordon")
-		binOut, binErr = cmd.CombinedOutput()
-	})
-	if binErr != nil {
-		t.Fatalf("go build ../../cmd/cordon: %v\n%s", binErr, binOut)
-	}
-	return binPath
+	return testenv.CordonBinary(t, testenv.Seccomp)
 }
 
 // treeHash maps each path under dir to a digest of its type, mode and

@@ -2,4 +2,7 @@
 
 package netguard
 
+// The C here builds warning-free (docs/development.md, "C").
+
+// #cgo CFLAGS: -Wall -Wextra -Werror
 import "C"

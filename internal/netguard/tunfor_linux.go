@@ -201,29 +201,42 @@ func receiveDevice(sock *os.File) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tun helper: %w", err)
 	}
-	if oobn > 0 {
-		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-		if err == nil && len(msgs) == 1 {
-			// The message is the number of DNS sockets; the forwards
-			// follow them.
-			if fds, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(fds) >= 1 && n == 1 && int(buf[0]) < len(fds) {
-				d := &Device{Tun: os.NewFile(uintptr(fds[0]), "/dev/net/tun")}
-				for i, fd := range fds[1:] {
-					if i < int(buf[0]) {
-						d.DNS = append(d.DNS, os.NewFile(uintptr(fd), "dns"))
-					} else {
-						d.Forward = append(d.Forward, os.NewFile(uintptr(fd), "forward"))
-					}
-				}
-				return d, nil
-			}
+	return deviceFromReply(buf[:n], oob[:oobn])
+}
+
+// deviceFromReply decodes the helper's reply: one byte, the number of DNS
+// sockets, with the tun, the DNS sockets and the forwards (SCM_RIGHTS, in
+// that order); or, without descriptors, its error text. Every descriptor
+// of a reply it refuses is closed: none stays open in the supervisor.
+func deviceFromReply(msg, oob []byte) (*Device, error) {
+	if len(oob) == 0 {
+		if len(msg) == 0 {
+			return nil, errors.New("tun helper: no reply")
 		}
-		return nil, errors.New("tun helper: malformed reply")
+		return nil, errors.New(string(msg))
 	}
-	if n == 0 {
-		return nil, errors.New("tun helper: no reply")
+	var fds []int
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	for i := range msgs {
+		if got, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+			fds = append(fds, got...)
+		}
 	}
-	return nil, errors.New(string(buf[:n]))
+	if err != nil || len(msgs) != 1 || len(fds) < 1 || len(msg) != 1 || int(msg[0]) >= len(fds) {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("tun helper: malformed reply (%d bytes, %d descriptors)", len(msg), len(fds))
+	}
+	d := &Device{Tun: os.NewFile(uintptr(fds[0]), "/dev/net/tun")}
+	for i, fd := range fds[1:] {
+		if i < int(msg[0]) {
+			d.DNS = append(d.DNS, os.NewFile(uintptr(fd), "dns"))
+		} else {
+			d.Forward = append(d.Forward, os.NewFile(uintptr(fd), "forward"))
+		}
+	}
+	return d, nil
 }
 
 // HelperMain is reached only when the tun helper's C constructor

@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// The wire format on a session socket; cmd/cordon/execclient_linux.c
-// speaks it too, so the constants and layouts must match it.
+// The wire format on a session socket; the C clients of cmd/cordon speak it
+// too, from cmd/cordon/execproto_linux.h, which cmd/cordon checks against
+// the Wire* constants below when it builds.
 //
 // A client sends one request: a 32-byte header, then its payload of
 // NUL-terminated strings (options as "key=value", argv, env). An exec
@@ -29,6 +30,23 @@ const (
 	sigFrame    = 8
 	maxPayload  = 8 << 20
 	maxResponse = 16 << 20
+)
+
+// The protocol's numbers under exported names, for the build-time check of
+// the C clients' header (cmd/cordon/execproto_linux.h) against them.
+const (
+	WireReqMagic    = reqMagic
+	WireRespMagic   = respMagic
+	WireSigMagic    = sigMagic
+	WireWinchMagic  = winchMagic
+	WireVersion     = version
+	WireReqExec     = reqExec
+	WireReqStop     = reqStop
+	WireReqHeader   = reqHeader
+	WireRespHeader  = respHeader
+	WireSigFrame    = sigFrame
+	WireMaxPayload  = maxPayload
+	WireMaxResponse = maxResponse
 )
 
 // request is a decoded request header and payload.
@@ -125,7 +143,11 @@ func readResponse(r io.Reader) (code int, msg string, report []byte, err error) 
 	if le.Uint32(h[0:]) != respMagic || le.Uint32(h[4:]) != version {
 		return 0, "", nil, fmt.Errorf("%w: bad response header", ErrProtocol)
 	}
-	ml, jl := le.Uint32(h[12:]), le.Uint32(h[16:])
+	c, ml, jl := le.Uint32(h[8:]), le.Uint32(h[12:]), le.Uint32(h[16:])
+	if c > 255 {
+		// As the C clients: an exit code is 0-255.
+		return 0, "", nil, fmt.Errorf("%w: exit code %d out of range", ErrProtocol, int32(c))
+	}
 	if uint64(ml)+uint64(jl) > maxResponse {
 		return 0, "", nil, fmt.Errorf("%w: response too large", ErrProtocol)
 	}
@@ -133,5 +155,5 @@ func readResponse(r io.Reader) (code int, msg string, report []byte, err error) 
 	if _, err := io.ReadFull(r, body); err != nil {
 		return 0, "", nil, err
 	}
-	return int(int32(le.Uint32(h[8:]))), string(body[:ml]), body[ml:], nil
+	return int(c), string(body[:ml]), body[ml:], nil
 }

@@ -20,7 +20,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon"
-	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -80,7 +79,7 @@ func (s *Server) handle(c *net.UnixConn) error {
 		}
 	}()
 	if err != nil {
-		_, _ = c.Write(encodeResponse(runner.ExitSetupError, fmt.Sprintf("cordon: %v\n", err), nil))
+		_, _ = c.Write(encodeResponse(cordon.ExitSetupError, fmt.Sprintf("cordon: %v\n", err), nil))
 		return err
 	}
 	switch req.typ {
@@ -89,13 +88,13 @@ func (s *Server) handle(c *net.UnixConn) error {
 		msg := ""
 		code := 0
 		if err != nil {
-			msg, code = fmt.Sprintf("cordon: %v\n", err), runner.ExitSetupError
+			msg, code = fmt.Sprintf("cordon: %v\n", err), cordon.ExitSetupError
 		}
 		_, werr := c.Write(encodeResponse(code, msg, nil))
 		return werr
 	case reqExec:
 		if len(files) != 3 {
-			_, _ = c.Write(encodeResponse(runner.ExitSetupError, "cordon: an exec request must carry stdin, stdout and stderr\n", nil))
+			_, _ = c.Write(encodeResponse(cordon.ExitSetupError, "cordon: an exec request must carry stdin, stdout and stderr\n", nil))
 			return fmt.Errorf("%w: exec with %d descriptors", ErrProtocol, len(files))
 		}
 		code, msg, report := s.exec(c, req, files)
@@ -163,18 +162,18 @@ func (s *Server) exec(c *net.UnixConn, req *request, files []*os.File) (int, str
 
 	res, err := s.Session.Exec(ctx, req.argv, opts...)
 	if errors.Is(err, cordon.ErrNotStarted) {
-		return runner.ExitSetupError, fmt.Sprintf("cordon: %v\n", err), nil
+		return cordon.ExitSetupError, fmt.Sprintf("cordon: %v\n", err), nil
 	}
 	msg := ""
 	switch res.FailureType {
-	case runner.FailureNone, runner.FailureProcessError:
+	case cordon.FailureNone, cordon.FailureProcessError:
 	default:
 		msg = fmt.Sprintf("cordon: %s: %s\n", res.FailureType, res.FailureDetail)
 	}
 	code := res.ExitCode
 	if errors.Is(err, cordon.ErrNotRecorded) {
 		msg += fmt.Sprintf("cordon: %v\n", err)
-		code = runner.ExitSetupError
+		code = cordon.ExitSetupError
 	}
 	if req.opts["report"] != "1" {
 		return code, msg, nil // the client wants no report (no --report, no --json)

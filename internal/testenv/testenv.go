@@ -41,9 +41,12 @@ var sandboxProblem = sync.OnceValue(func() string {
 })
 
 // RequireSandbox skips t where this host cannot start sandboxes, and fails
-// it instead under CI=true.
+// it instead under CI=true. Under -short it skips t too: a sandbox takes a
+// fraction of a second to seconds to start, and `go test -short ./...` is
+// the quick loop of unit tests.
 func RequireSandbox(t testing.TB) {
 	t.Helper()
+	SkipIfShort(t, "starts sandboxes")
 	why := sandboxProblem()
 	if why == "" {
 		return
@@ -66,4 +69,13 @@ func RequireRoot(t testing.TB) {
 		t.Fatal("needs root, and CI=true forbids skipping")
 	}
 	t.Skip("needs root (host submounts or cgroup limits); the root pass of `make test` covers it")
+}
+
+// SkipIfShort skips t under -short, saying what it does that the quick
+// loop leaves out and which lane runs it.
+func SkipIfShort(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: " + what + "; go test ./... (make unit) runs it")
+	}
 }

@@ -91,6 +91,9 @@ func Run(t testing.TB, args ...string) string {
 // and skips without one.
 func NewHost(t testing.TB, names ...string) *Host {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: starts a test host (a network namespace, a veth pair, servers); go test ./... (make unit) runs it")
+	}
 	n := int(time.Now().UnixNano()/1000+int64(os.Getpid())) % 250
 	tag := fmt.Sprintf("%d%02x", os.Getpid()%100000, n)
 	h := &Host{Names: names, Body: "hello from the test host " + tag + "\n", Extra: map[string]netip.Addr{}}
