@@ -57,7 +57,7 @@ rootless: deps build ## the runner's integration tests and the escape suite agai
 vm: deps build ## the cgroup v2 lane: boot a VM (qemu, no KVM needed) and run cordon's run, limit, timeout and leftover cases as root and as a delegated user
 	bash hack/vm/run.sh $(BIN)
 
-lint: ## gofmt, goimports grouping, go vet and staticcheck (linux and darwin), and the size rules of docs/style.md
+lint: ## gofmt, goimports grouping, go vet and staticcheck (linux and darwin), the C with -Wall -Wextra -Werror, and the size rules of docs/style.md
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@bash hack/lint-tools.sh $(TOOLS)
 	@out=$$($(TOOLS)/goimports -local $(MODULE) -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then \
@@ -66,6 +66,7 @@ lint: ## gofmt, goimports grouping, go vet and staticcheck (linux and darwin), a
 	GOOS=darwin CGO_ENABLED=0 $(GO) vet ./...
 	$(TOOLS)/staticcheck -tags '$(TAGS)' ./...
 	GOOS=darwin CGO_ENABLED=0 $(TOOLS)/staticcheck ./...
+	@for f in $$(git ls-files '*.c'); do $(CC) -fsyntax-only -Wall -Wextra -Werror -I"$$(dirname $$f)" "$$f" || exit 1; done
 	bash hack/check-size.sh .
 
 cross: ## build for linux and darwin (amd64 and arm64)
