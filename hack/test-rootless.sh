@@ -32,6 +32,7 @@ go test -c -o "$work/netguard.test" ./internal/netguard/
 go test -c -tags seccomp -o "$work/mcpserver.test" ./internal/mcpserver/
 go test -c -o "$work/mounts.test" ./mounts/
 go test -c -o "$work/xlock.test" ./internal/xlock/
+go test -c -o "$work/cachedir.test" ./internal/cachedir/
 cp bin/cordon "$work/cordon"
 cp -r hack "$work/hack"
 chown -R "$uid:$uid" "$work"
@@ -71,6 +72,9 @@ echo "== one decision for every writer as uid $uid (rootless): the broker, Files
 (cd "$work" && "${as_user[@]}" "$work/mounts.test" -test.count=1 -test.run 'TestWritePlantsNoRepository|TestWriteLockHeldFailsClosed|TestWriteGitCodeProtected|TestWriteGitLinkKernelPath|TestWriteWorktreeKernelPath' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|decide_test')
 echo "== the cross-sandbox directory lock as uid $uid (rootless): held across processes, fails closed on a directory it cannot read"
 (cd "$work" && "${as_user[@]}" "$work/xlock.test" -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
+echo "== caches, toolchains and CA files as uid $uid (rootless): the caches are the user's own, a go build reuses them"
+(cd "$work" && "${as_user[@]}" "$work/cordon.test" -test.count=1 -test.run 'TestIntegrationCachesGoBuild|TestIntegrationToolchains|TestIntegrationCAVariables' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|first build')
+(cd "$work" && "${as_user[@]}" "$work/cachedir.test" -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
 echo "== host files cordon writes (report, audit log) as uid $uid (rootless)"
 (cd "$work" && "${as_user[@]}" "$work/hostfile.test" -test.count=1 -test.v 2>&1 | tail -n 20)
 echo "== escape suite as uid $uid (rootless)"
