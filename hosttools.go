@@ -6,6 +6,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cordon-run/cordon/internal/cachedir"
+	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -35,7 +36,8 @@ func withHostTools(sb *spec.Sandbox) {
 	if len(sb.Lineage) > 0 {
 		return
 	}
-	h := spec.HostTools{Home: os.Getenv("HOME"), Lookup: os.LookupEnv}
+	// Seatbelt cannot remap paths: there, everything is at its host path.
+	h := spec.HostTools{Home: os.Getenv("HOME"), Lookup: os.LookupEnv, SamePaths: runner.LocalBackend() == runner.BackendSeatbelt}
 	if len(sb.Caches) > 0 {
 		dir, err := cachedir.Ensure(sb.Caches)
 		if err != nil {

@@ -57,6 +57,10 @@ type HostTools struct {
 	Home string
 	// Lookup reads the caller's environment.
 	Lookup func(string) (string, bool)
+	// SamePaths mounts everything at its host path: for a backend that
+	// cannot remap paths (Seatbelt), a cache is at its host folder, not
+	// CacheTarget, and a toolchain or CA file at its resolved path.
+	SamePaths bool
 }
 
 // AddHostTools adds to a top-level sandbox what the caller's host offers it
@@ -88,15 +92,22 @@ func AddHostTools(sb *Sandbox, h HostTools) {
 			if fi, err := os.Lstat(src); err != nil || !fi.IsDir() {
 				continue
 			}
-			if addMount(sb, Mount{Source: src, Target: filepath.Join(CacheTarget, name)}) {
+			target := filepath.Join(CacheTarget, name)
+			if h.SamePaths {
+				target = src
+			}
+			if addMount(sb, Mount{Source: src, Target: target}) {
 				for _, v := range cacheEnv[name] {
-					setEnv(sb, v[0], filepath.Join(CacheTarget, name, v[1]))
+					setEnv(sb, v[0], filepath.Join(target, v[1]))
 				}
 			}
 		}
 	}
 	if sb.Toolchains && h.Home != "" {
 		for _, tc := range Toolchains(sb, h.Home, h.Lookup) {
+			if h.SamePaths {
+				tc.Target = tc.Source
+			}
 			if addMount(sb, Mount{Source: tc.Source, Target: tc.Target, Readonly: true}) {
 				for k, v := range tc.Env {
 					setEnv(sb, k, v)
@@ -121,7 +132,11 @@ func AddHostTools(sb *Sandbox, h HostTools) {
 				continue
 			}
 			if src, err := filepath.EvalSymlinks(p); err == nil && !holdsSecret(src) {
-				addMount(sb, Mount{Source: src, Target: filepath.Clean(p), Readonly: true})
+				target := filepath.Clean(p)
+				if h.SamePaths {
+					target = src
+				}
+				addMount(sb, Mount{Source: src, Target: target, Readonly: true})
 			}
 		}
 	}

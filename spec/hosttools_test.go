@@ -116,6 +116,13 @@ func TestAddHostToolsCaches(t *testing.T) {
 	if len(sb.Mounts) != n {
 		t.Errorf("a second call added mounts: %d, then %d", n, len(sb.Mounts))
 	}
+	// A backend that cannot remap paths (Seatbelt) gets the cache at its
+	// host folder, and the variables point there.
+	same := hostToolsSandbox(t, []string{"go"}, false)
+	AddHostTools(same, HostTools{CacheDir: cache, SamePaths: true})
+	if m, ok := mountOf(same, filepath.Join(cache, "go")); !ok || m.Source != m.Target || same.Env.Set["GOCACHE"] != filepath.Join(cache, "go", "build") {
+		t.Errorf("SamePaths: mount %+v %v, GOCACHE %q", m, ok, same.Env.Set["GOCACHE"])
+	}
 	worker := hostToolsSandbox(t, []string{"go"}, false)
 	worker.Lineage = []string{"w"}
 	AddHostTools(worker, HostTools{CacheDir: cache})
