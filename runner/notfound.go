@@ -19,7 +19,7 @@ var notFoundRes = sync.OnceValue(func() []*regexp.Regexp {
 		regexp.MustCompile(`(?m)^\S+: (?:line )?\d+: ([^/:\s]+): (?:command )?not found$`),
 		regexp.MustCompile(`(?m)^\S+: ([^/:\s]+): (?:command )?not found$`),
 		regexp.MustCompile(`(?m)^zsh: command not found: ([^/:\s]+)$`),
-		regexp.MustCompile("(?m)^env: ['‘]([^/'’\\s]+)['’]: No such file or directory$"),
+		regexp.MustCompile(`(?m)^env: ['‘]([^/'’\s]+)['’]: No such file or directory$`),
 	}
 })
 
