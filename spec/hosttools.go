@@ -68,8 +68,8 @@ type HostTools struct {
 // config's env.set still overrides:
 //
 //   - sb.Caches: each cache's folder below h.CacheDir, read-write at
-//     CacheTarget/NAME, with its variables (CacheEnv). Never the host's own
-//     caches.
+//     CacheTarget/NAME, with its variables (CacheEnv); with every cache,
+//     h.CacheDir itself at CacheTarget. Never the host's own caches.
 //   - sb.Toolchains: the toolchain roots that the PATH the sandbox gets
 //     reaches below h.Home, read-only at their own paths, with the
 //     variables they need (PYENV_ROOT, RUSTUP_HOME, NVM_DIR, …); never the
@@ -86,7 +86,21 @@ func AddHostTools(sb *Sandbox, h HostTools) {
 	if h.Lookup == nil {
 		h.Lookup = func(string) (string, bool) { return "", false }
 	}
-	if h.CacheDir != "" {
+	if h.CacheDir != "" && allCaches(sb.Caches) {
+		// Every cache: one mount of their folder, not one a cache (each
+		// mount is compared with every deny and protect entry at start).
+		target := CacheTarget
+		if h.SamePaths {
+			target = h.CacheDir
+		}
+		if addMount(sb, Mount{Source: h.CacheDir, Target: target}) {
+			for _, name := range sb.Caches {
+				for _, v := range cacheEnv[name] {
+					setEnv(sb, v[0], filepath.Join(target, name, v[1]))
+				}
+			}
+		}
+	} else if h.CacheDir != "" {
 		for _, name := range sb.Caches {
 			src := filepath.Join(h.CacheDir, name)
 			if fi, err := os.Lstat(src); err != nil || !fi.IsDir() {
@@ -140,6 +154,16 @@ func AddHostTools(sb *Sandbox, h HostTools) {
 			}
 		}
 	}
+}
+
+// allCaches reports whether names holds every cache of CacheNames.
+func allCaches(names []string) bool {
+	for _, n := range CacheNames {
+		if !slices.Contains(names, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // addMount appends m to sb unless the sandbox shows its target already

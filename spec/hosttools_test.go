@@ -90,7 +90,8 @@ func mountOf(sb *Sandbox, target string) (Mount, bool) {
 }
 
 // TestAddHostToolsCaches: each cache is its own folder, read-write at
-// /cordon/cache/NAME with its variables; a config's env.set wins; a
+// /cordon/cache/NAME with its variables (every cache: their folder at
+// /cordon/cache, one mount); a config's env.set wins; a
 // missing folder is left out; a second call adds nothing; a worker's
 // sandbox gets nothing.
 func TestAddHostToolsCaches(t *testing.T) {
@@ -115,6 +116,12 @@ func TestAddHostToolsCaches(t *testing.T) {
 	AddHostTools(sb, HostTools{CacheDir: cache})
 	if len(sb.Mounts) != n {
 		t.Errorf("a second call added mounts: %d, then %d", n, len(sb.Mounts))
+	}
+	// Every cache: one mount of the folder that holds them.
+	all := hostToolsSandbox(t, CacheNames, false)
+	AddHostTools(all, HostTools{CacheDir: cache})
+	if m, ok := mountOf(all, CacheTarget); !ok || m.Source != cache || len(all.Mounts) != 1 || all.Env.Set["PIP_CACHE_DIR"] != "/cordon/cache/pip" {
+		t.Errorf("every cache: mounts %+v, PIP_CACHE_DIR %q", all.Mounts, all.Env.Set["PIP_CACHE_DIR"])
 	}
 	// A backend that cannot remap paths (Seatbelt) gets the cache at its
 	// host folder, and the variables point there.
