@@ -61,7 +61,7 @@ func cacheList(args []string) int {
 	}
 	fmt.Printf("%-6s %10s  %s\n", "NAME", "SIZE", "PATH")
 	for _, c := range caches {
-		fmt.Printf("%-6s %10s  %s\n", c.Name, spec.FormatBytes(c.Size), c.Path)
+		fmt.Printf("%-6s %10s  %s\n", c.Name, humanSize(c.Size), c.Path)
 	}
 	return exitOK
 }
@@ -84,4 +84,19 @@ func cacheClear(args []string) int {
 	}
 	fmt.Printf("cleared %s in %s\n", what, cordon.CacheDir())
 	return exitOK
+}
+
+// humanSize is n bytes as a reader takes it in: 512B, 1.5KiB, 82.1MiB.
+func humanSize(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%dB", n)
+	}
+	f, unit := float64(n)/1024, "KiB"
+	for _, u := range []string{"MiB", "GiB", "TiB"} {
+		if f < 1024 {
+			break
+		}
+		f, unit = f/1024, u
+	}
+	return fmt.Sprintf("%.1f%s", f, unit)
 }
