@@ -42,6 +42,8 @@ func withHostTools(sb *spec.Sandbox) {
 		dir, err := cachedir.Ensure(sb.Caches)
 		if err != nil {
 			logrus.WithError(err).Warn("the sandbox caches are left out")
+		} else if dir != cachedir.Dir() {
+			logrus.WithField("dir", dir).Debug("the user cache folder cannot be used: the sandbox caches are in the temporary folder")
 		}
 		h.CacheDir = dir
 	}
