@@ -240,9 +240,27 @@ func TestIntegrationToolchains(t *testing.T) {
 	if res.ExitCode != 127 || strings.Contains(res.FailureDetail, "-v ") || !strings.Contains(res.FailureDetail, filepath.Join(denied, "dtool")) {
 		t.Errorf("dtool (denied): %+v", res)
 	}
+	want := "-v " + hostbin + ":" + hostbin + ":ro"
 	res, _, _ = runIn(t, s, "sh", "-c", "hosttool")
-	if want := "-v " + hostbin + ":" + hostbin + ":ro"; res.ExitCode != 127 || !strings.Contains(res.FailureDetail, filepath.Join(hostbin, "hosttool")) || !strings.Contains(res.FailureDetail, want) {
+	if res.ExitCode != 127 || !strings.Contains(res.FailureDetail, filepath.Join(hostbin, "hosttool")) || !strings.Contains(res.FailureDetail, want) {
 		t.Errorf("hosttool: %+v, want the host path and %q", res, want)
+	}
+	// A session's execs: the toolchain runs, and both kinds of not found
+	// (the exec itself, a shell's) carry the hint.
+	sess, err := s.StartSession(context.Background())
+	if err != nil {
+		t.Fatalf("StartSession: %v", err)
+	}
+	defer sess.Close()
+	var out2 bytes.Buffer
+	if res, err := sess.Exec(context.Background(), []string{"mytool"}, cordon.Stdout(&out2)); err != nil || res.ExitCode != 0 || out2.String() != "mytool ran\n" {
+		t.Errorf("session mytool: %+v %v %q", res, err, out2.String())
+	}
+	for _, args := range [][]string{{"hosttool"}, {"sh", "-c", "hosttool"}} {
+		res, err := sess.Exec(context.Background(), args)
+		if err != nil || res.ExitCode != 127 || !strings.Contains(res.FailureDetail, want) {
+			t.Errorf("session %q: %+v %v, want %q", args, res, err, want)
+		}
 	}
 }
 
