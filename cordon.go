@@ -162,6 +162,7 @@ func (p *Project) Derive(w *spec.Worker, opts ...DeriveOption) (*Sandbox, error)
 
 func (p *Project) newSandbox(sb *spec.Sandbox) (*Sandbox, error) {
 	c := sb.Clone()
+	withHostTools(c)
 	// A sandbox built in code (NewProject) or changed by a front end's
 	// flags (--mount) gets the same home-directory check as a config.
 	added, err := withGit(c)

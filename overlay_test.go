@@ -114,7 +114,7 @@ func snapshot(t *testing.T, dir string) string {
 	return strings.Join(lines, "\n")
 }
 
-func runIn(t *testing.T, sb *cordon.Sandbox, name, script string) (cordon.Result, string) {
+func runInOverlay(t *testing.T, sb *cordon.Sandbox, name, script string) (cordon.Result, string) {
 	t.Helper()
 	var out strings.Builder
 	res, err := sb.Run(context.Background(), []string{"sh", "-c", script}, cordon.InOverlay(name),
@@ -134,7 +134,7 @@ func TestIntegrationOverlayParallelCommits(t *testing.T) {
 	ws, sb := overlayRepo(t)
 	before := snapshot(t, ws)
 	for _, name := range []string{"a", "b"} {
-		res, out := runIn(t, sb, name, fmt.Sprintf("git checkout -q -b %[1]s && echo %[1]s > %[1]s.txt && git add %[1]s.txt && git %[2]s commit -qm %[1]s && git log --oneline | wc -l && ls", name, gitEnv))
+		res, out := runInOverlay(t, sb, name, fmt.Sprintf("git checkout -q -b %[1]s && echo %[1]s > %[1]s.txt && git add %[1]s.txt && git %[2]s commit -qm %[1]s && git log --oneline | wc -l && ls", name, gitEnv))
 		if res.ExitCode != 0 || !strings.HasPrefix(out, "2\n") {
 			t.Fatalf("overlay %s: %+v\n%s", name, res, out)
 		}
@@ -207,7 +207,7 @@ func TestIntegrationOverlayDenyHidden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, out := runIn(t, sb, "deny", "cat .env; mkdir secrets && echo s > secrets/k")
+	_, out := runInOverlay(t, sb, "deny", "cat .env; mkdir secrets && echo s > secrets/k")
 	if strings.Contains(out, "secret") {
 		t.Fatalf("the deny path was readable in the overlay: %s", out)
 	}
@@ -225,8 +225,8 @@ func TestIntegrationOverlayDenyHidden(t *testing.T) {
 // files both apply.
 func TestIntegrationOverlayDisjointApply(t *testing.T) {
 	ws, sb := overlayRepo(t)
-	runIn(t, sb, "x", "echo x > x.txt")
-	runIn(t, sb, "y", "echo y >> README")
+	runInOverlay(t, sb, "x", "echo x > x.txt")
+	runInOverlay(t, sb, "y", "echo y >> README")
 	for _, n := range []string{"x", "y"} {
 		if _, err := sb.ApplyOverlay(n, false); err != nil {
 			t.Fatalf("apply %s: %v", n, err)
@@ -244,7 +244,7 @@ func TestIntegrationOverlayDisjointApply(t *testing.T) {
 func TestIntegrationOverlayHookRefused(t *testing.T) {
 	ws, sb := overlayRepo(t)
 	hook := filepath.Join(ws, ".git", "hooks", "pre-commit")
-	res, out := runIn(t, sb, "h", "echo changed > README; echo 'sandbox: {}' > cordon.yaml; printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit")
+	res, out := runInOverlay(t, sb, "h", "echo changed > README; echo 'sandbox: {}' > cordon.yaml; printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit")
 	if res.ExitCode != 0 || !contains(res.OverlayChanges, ".git/hooks/pre-commit") {
 		t.Fatalf("planting the hook in the overlay: %+v\n%s", res, out)
 	}
@@ -269,7 +269,7 @@ func TestIntegrationOverlayHookRefused(t *testing.T) {
 func TestIntegrationOverlayDiscard(t *testing.T) {
 	ws, sb := overlayRepo(t)
 	before := snapshot(t, ws)
-	runIn(t, sb, "d", "mkdir -p deep/er && echo x > deep/er/f && rm README && git "+gitEnv+" commit -qam gone")
+	runInOverlay(t, sb, "d", "mkdir -p deep/er && echo x > deep/er/f && rm README && git "+gitEnv+" commit -qam gone")
 	st, err := cordon.OverlayStore()
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,7 @@ go test -c -o "$work/mounts.test" ./mounts/
 go test -c -o "$work/xlock.test" ./internal/xlock/
 go test -c -tags seccomp -o "$work/ociruntime.test" ./internal/ociruntime/
 go test -c -o "$work/overlay.test" ./internal/overlay/
+go test -c -o "$work/cachedir.test" ./internal/cachedir/
 cp bin/cordon "$work/cordon"
 ln -s cordon "$work/cordon-oci"
 mkdir -m 0700 "$work/xdg"
@@ -80,6 +81,9 @@ echo "== the cross-sandbox directory lock as uid $uid (rootless): held across pr
 echo "== copy-on-write overlays as uid $uid (rootless overlayfs in the user namespace): git in two overlays, conflicts and protect paths refused at apply, discard, SIGKILL"
 (cd "$work" && "${as_user[@]}" "$work/overlay.test" -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
 (cd "$work" && "${as_user[@]}" "$work/cordon.test" -test.count=1 -test.run 'Overlay' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|_test.go')
+echo "== caches, toolchains and CA files as uid $uid (rootless): the caches are the user's own, a go build reuses them"
+(cd "$work" && "${as_user[@]}" "$work/cordon.test" -test.count=1 -test.run 'TestIntegrationCachesGoBuild|TestIntegrationToolchains|TestIntegrationCAVariables' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|first build')
+(cd "$work" && "${as_user[@]}" "$work/cachedir.test" -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
 echo "== host files cordon writes (report, audit log) as uid $uid (rootless)"
 (cd "$work" && "${as_user[@]}" "$work/hostfile.test" -test.count=1 -test.v 2>&1 | tail -n 20)
 echo "== cordon-oci under rootless podman as uid $uid: run, exec, a TTY, stop, deny and protect held, annotations refused"

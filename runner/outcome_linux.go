@@ -118,6 +118,7 @@ func (run *linuxRun) finish(o Outcome) Result {
 		run.ph.mark("network_close")
 	}
 	res := Classify(run.res, o, initMessages, NetworkDenials(run.guardDenials()), brokerDenials(run.brk.stop()), PolicyDenials(run.table, run.eff))
+	res = HostCommandHint(res, o, run.req.Args, run.table)
 	res.OutputTruncated = cut
 	res.Network = run.guardEvents()
 	return res

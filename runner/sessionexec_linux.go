@@ -462,6 +462,7 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 		}
 		res.FailureType = FailureProcessError
 		res.FailureDetail = fmt.Sprintf("%s: %s: %s", what, req.Args[0], unix.Errno(st.errno))
+		*res = HostCommandHint(*res, Outcome{ExitCode: res.ExitCode, Init: &InitStatus{Started: true, ExecCode: res.ExitCode}}, req.Args, s.table)
 	case oom:
 		res.FailureType = FailureOOM
 		res.FailureDetail = fmt.Sprintf("the memory limit of %s (shared by the whole session) killed a process while this command ran", spec.FormatBytes(s.sb.Limits.Memory))
@@ -478,6 +479,7 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 			PidsLimited: s.pidsFile != "" && counter(s.pidsFile, "max") > x.pidsStart, PidsLimit: s.eff.Limits.Pids,
 			FileSizeLimit: s.eff.Limits.FileSize},
 			execDenialsExplainer(refused, s.table), readDenials(s.table, s.eff))
+		*res = HostCommandHint(*res, Outcome{ExitCode: res.ExitCode, Stderr: x.tail.String()}, req.Args, s.table)
 	}
 }
 

@@ -17,7 +17,12 @@ import (
 
 // aliasZone is one place the sandbox shows a host directory: the workspace,
 // a mount, or the rootfs.
-type aliasZone struct{ source, target string }
+type aliasZone struct {
+	source, target string
+	// forms are hostForms(source), worked out once per WithAliases: every
+	// deny and protect entry is compared with every zone.
+	forms []string
+}
 
 // WithAliases returns a copy of sb whose Deny and Protect lists also hold
 // every other sandbox path that reaches the same host file: for a deny or
@@ -30,17 +35,20 @@ func WithAliases(sb *Sandbox) *Sandbox {
 	c := sb.Clone()
 	var zones []aliasZone
 	if sb.Root != "" {
-		zones = append(zones, aliasZone{sb.Root, sb.Root})
+		zones = append(zones, aliasZone{source: sb.Root, target: sb.Root})
 	}
 	for _, m := range sb.Mounts {
 		t := m.Target
 		if t == "" {
 			t = m.Source
 		}
-		zones = append(zones, aliasZone{m.Source, t})
+		zones = append(zones, aliasZone{source: m.Source, target: t})
 	}
 	if sb.System.Kind == SystemRootfs {
-		zones = append(zones, aliasZone{sb.System.Rootfs, "/"})
+		zones = append(zones, aliasZone{source: sb.System.Rootfs, target: "/"})
+	}
+	for i := range zones {
+		zones[i].forms = hostForms(zones[i].source)
 	}
 	c.Deny = appendAliases(c.Deny, sb.Deny, zones)
 	c.Protect = appendAliases(c.Protect, sb.Protect, zones)
@@ -105,7 +113,7 @@ func appendAliases(out, paths []string, zones []aliasZone) []string {
 func appendZoneAliases(out, forms []string, zones []aliasZone) []string {
 	for _, host := range forms {
 		for _, z := range zones {
-			for _, src := range hostForms(z.source) {
+			for _, src := range z.forms {
 				var alias string
 				switch {
 				case within(host, src):

@@ -13,13 +13,13 @@ import (
 )
 
 // DefaultEnvPass is the list of host variables passed into the sandbox when
-// a config has no env.pass: locale, terminal and PATH, none of which carries
-// a secret. `pass: []` passes none.
-var DefaultEnvPass = []string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"}
+// a config has no env.pass: locale, terminal, PATH and the CA certificate
+// variables (CAVariables), none of which carries a secret. `pass: []` passes none.
+var DefaultEnvPass = append([]string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"}, CAVariables...)
 
 var (
 	topKeys     = []string{"sandbox", "delegation", "audit", "audit_required", "session"}
-	sandboxKeys = []string{"root", "readonly", "mounts", "deny", "strict_deny", "protect", "protect_defaults", "network", "system", "limits", "env", "require_os_sandbox", "allow_home_workspace", "git_identity", "git_worktree"}
+	sandboxKeys = []string{"root", "readonly", "mounts", "deny", "strict_deny", "protect", "protect_defaults", "network", "system", "limits", "env", "require_os_sandbox", "allow_home_workspace", "git_identity", "git_worktree", "caches", "toolchains"}
 	mountKeys   = []string{"source", "target", "readonly", "name", "suffixes", "max_file_bytes"}
 )
 
@@ -163,6 +163,13 @@ func (d *decoder) sandbox(n *yaml.Node, base string, sb *Sandbox) {
 		sb.Limits = d.limits(v, sub(field, "limits"))
 	}
 	sb.Env = d.env(f["env"], sub(field, "env"))
+	sb.Caches, sb.Toolchains = slices.Clone(CacheNames), true
+	if v := f["caches"]; !isNull(v) {
+		sb.Caches = d.caches(v, sub(field, "caches"))
+	}
+	if v := f["toolchains"]; !isNull(v) {
+		sb.Toolchains, _ = d.boolean(v, sub(field, "toolchains"))
+	}
 	if v := f["allow_home_workspace"]; !isNull(v) {
 		sb.AllowHomeWorkspace, _ = d.boolean(v, sub(field, "allow_home_workspace"))
 	}
@@ -435,4 +442,30 @@ func (d *decoder) env(n *yaml.Node, field string) Env {
 		e.Set[k.Value] = val.Value
 	}
 	return e
+}
+
+// caches reads `caches: true | false | [go, npm, …]`.
+func (d *decoder) caches(n *yaml.Node, field string) []string {
+	fix := "write true (every cache), false (none) or a list of: " + strings.Join(CacheNames, ", ")
+	if n.Kind == yaml.ScalarNode {
+		if b, ok := d.boolean(n, field); ok && b {
+			return slices.Clone(CacheNames)
+		}
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.fail(field, n.Line, fmt.Sprintf("must be true, false or a list, not %s", describe(n)), fix)
+		return nil
+	}
+	raw, _ := d.strList(n, field)
+	out := []string{}
+	for _, it := range raw {
+		switch {
+		case !slices.Contains(CacheNames, it.s):
+			d.fail(it.field, it.line, fmt.Sprintf("%q is not a cache cordon keeps", it.s), fix)
+		case !slices.Contains(out, it.s):
+			out = append(out, it.s)
+		}
+	}
+	return out
 }

@@ -105,6 +105,8 @@ func TestFullFixture(t *testing.T) {
 			Limits: Limits{Timeout: 30 * time.Second, Memory: 512 << 20, Pids: 256, FileSize: 100 << 20,
 				CPUs: 1.5, Output: 1 << 20},
 			Env:              Env{Pass: []string{"PATH", "LANG", "TERM"}, Set: map[string]string{"FOO": "bar", "RETRIES": "3"}},
+			Caches:           CacheNames,
+			Toolchains:       true,
 			RequireOSSandbox: true,
 		},
 		Delegation:    Delegation{MaxDepth: 3},

@@ -31,6 +31,7 @@ func (s *Sandbox) Clone() *Sandbox {
 	c.Protect = cloneStrings(s.Protect)
 	c.Network.Allow = cloneStrings(s.Network.Allow)
 	c.Env.Pass = cloneStrings(s.Env.Pass)
+	c.Caches = cloneStrings(s.Caches)
 	if s.Env.Set != nil {
 		c.Env.Set = make(map[string]string, len(s.Env.Set))
 		for k, v := range s.Env.Set {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -136,8 +137,11 @@ const StrictTimeout = 30 * time.Second
 //   - readonly: workspace, with cwd read-only.
 //   - network: workspace, with the network on.
 //   - strict: workspace with `system: none`, the runtime directories
-//     (RuntimeDirs that exist) mounted read-only at their own paths, and a
-//     30s timeout.
+//     (RuntimeDirs that exist) mounted read-only at their own paths, no
+//     caches and no toolchains, and a 30s timeout.
+//
+// All but strict keep the package caches (CacheNames) and mount the
+// caller's toolchains (see AddHostTools).
 //
 // Every profile protects DefaultProtect and requires the OS sandbox.
 func Profile(name, cwd string) (*Config, error) {
@@ -176,6 +180,8 @@ func Profile(name, cwd string) (*Config, error) {
 			Protect:          joinAll(root, DefaultProtect),
 			System:           System{Kind: SystemHost},
 			Env:              Env{Pass: append([]string(nil), DefaultEnvPass...)},
+			Caches:           slices.Clone(CacheNames),
+			Toolchains:       true,
 			RequireOSSandbox: true,
 		},
 		Delegation: Delegation{MaxDepth: DefaultMaxDepth},
@@ -190,6 +196,7 @@ func Profile(name, cwd string) (*Config, error) {
 		sb.Network = Network{Enabled: true}
 	case "strict":
 		sb.System = System{Kind: SystemNone}
+		sb.Caches, sb.Toolchains = nil, false
 		sb.Limits.Timeout = StrictTimeout
 		sb.NoGitIdentity = true
 		for _, dir := range ExistingDirs(RuntimeDirs) {

@@ -18,6 +18,8 @@ func TestProfiles(t *testing.T) {
 		Protect:          joinAll(cwd, DefaultProtect),
 		System:           System{Kind: SystemHost},
 		Env:              Env{Pass: DefaultEnvPass},
+		Caches:           CacheNames,
+		Toolchains:       true,
 		RequireOSSandbox: true,
 	}
 	var runtime []Mount
@@ -36,6 +38,7 @@ func TestProfiles(t *testing.T) {
 		{"network", func(sb *Sandbox) { sb.Network = Network{Enabled: true} }},
 		{"strict", func(sb *Sandbox) {
 			sb.System = System{Kind: SystemNone}
+			sb.Caches, sb.Toolchains = nil, false
 			sb.Mounts = runtime
 			sb.Limits.Timeout = 30 * time.Second
 			sb.NoGitIdentity = true

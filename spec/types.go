@@ -69,6 +69,15 @@ type Sandbox struct {
 	Limits Limits
 	// Env says which variables reach the sandboxed process.
 	Env Env
+	// Caches names the package caches (CacheNames) the sandbox keeps from
+	// one run to the next, each a per-user folder outside the workspace
+	// mounted read-write at CacheTarget/NAME (config key caches; on in
+	// the built-in profiles but strict). AddHostTools mounts them.
+	Caches []string `json:",omitempty"`
+	// Toolchains mounts read-only the toolchain roots below the caller's
+	// home that the sandbox's PATH reaches (config key toolchains; on in
+	// the built-in profiles but strict). AddHostTools mounts them.
+	Toolchains bool `json:",omitempty"`
 	// AllowHomeWorkspace lets a writable workspace or mount be, or hold, a
 	// home directory (config key allow_home_workspace); its start-up files
 	// (HomeProtect) are then protected. Without it such a sandbox is

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/internal/testenv"
 	"github.com/cordon-run/cordon/spec"
@@ -29,10 +30,13 @@ func TestAuditRecordsRuns(t *testing.T) {
 	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	// The effective sandbox also keeps cordon's control files out of reach,
-	// as every run's does.
-	spec.GuardControlFiles(&cfg.Sandbox, []string{p.config}, []string{cfg.Audit})
-	spec.GuardControlFiles(&cfg.Sandbox, nil, []string{extra})
-	digest, err := spec.SandboxDigest(&cfg.Sandbox)
+	// and has the caller's caches, toolchains and CA files, as every
+	// run's does.
+	eff, err := cordon.NewProject(cfg, cordon.WithAuditFile(extra)).Sandbox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, err := spec.SandboxDigest(eff.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,13 @@ func runMain(args []string) int {
 		return exitSetup
 	}
 	switch res.FailureType {
-	case cordon.FailureNone, cordon.FailureProcessError:
+	case cordon.FailureNone:
+	case cordon.FailureProcessError:
+		// A command not found inside may be on the host: the detail
+		// says where and how to mount it.
+		if res.ExitCode == 127 && strings.Contains(res.FailureDetail, " on the host") {
+			fmt.Fprintf(os.Stderr, "cordon: %s\n", res.FailureDetail)
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "cordon: %s: %s\n", res.FailureType, res.FailureDetail)
 	}
