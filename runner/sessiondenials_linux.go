@@ -132,3 +132,12 @@ func readDenials(p Policy, sb *spec.Sandbox) Explainer {
 		return PolicyDenials(p, sb)(o, res)
 	}
 }
+
+// deniedCalls is the broker's record d as a Result lists it.
+func deniedCalls(d []broker.Denial) []DeniedCall {
+	out := make([]DeniedCall, 0, len(d))
+	for _, x := range d {
+		out = append(out, DeniedCall{Op: x.Op, Path: x.Path, Rule: x.Rule})
+	}
+	return out
+}

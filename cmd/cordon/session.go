@@ -27,7 +27,7 @@ const sessionUsage = `usage:
   cordon session start [--name N] [--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--allow HOST]... [-e NAME[=VALUE]]... [--readonly] [--timeout D] [--memory M] [--pids N] [--attach PATH]... [--audit FILE]
   cordon session stop NAME
   cordon session list
-  cordon exec NAME [--timeout D] [--cwd DIR] [--memory SIZE] [--detach] [--report FILE] [--json] -- CMD [ARG...]`
+  cordon exec NAME [--timeout D] [--cwd DIR] [--memory SIZE] [--detach] [--report FILE] [--json] [--sandbox] -- CMD [ARG...]`
 
 func sessionMain(args []string) int {
 	if len(args) == 0 {

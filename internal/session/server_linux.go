@@ -179,6 +179,9 @@ func (s *Server) exec(c *net.UnixConn, req *request, files []*os.File) (int, str
 	if req.opts["report"] != "1" {
 		return code, msg, nil // the client wants no report (no --report, no --json)
 	}
+	if req.opts["sandbox"] != "1" {
+		res.Sandbox = nil // the client did not ask for it (--sandbox)
+	}
 	report, _ := json.MarshalIndent(res, "", "  ")
 	return code, msg, append(report, '\n')
 }
