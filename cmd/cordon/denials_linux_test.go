@@ -17,6 +17,7 @@ const maxDefaultResult = 1024
 type jsonResult struct {
 	ExitCode    int    `json:"exit_code"`
 	FailureType string `json:"failure_type"`
+	Detail      string `json:"failure_detail"`
 	Denials     []struct {
 		Op, Path, Rule string
 	} `json:"denials"`
