@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -118,7 +119,7 @@ func startSupervisor(name string, sf *sandboxFlags, of *overrideFlags, ag *agent
 			<-sigs
 			_ = sess.Close()
 		}()
-		srv := &session.Server{Session: sess}
+		srv := &session.Server{Session: sess, LogDir: filepath.Join(d.SessionDir(name), "detached")}
 		_ = srv.Serve(l)
 		if err := sess.Close(); err != nil {
 			return exitSetup
