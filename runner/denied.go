@@ -35,8 +35,3 @@ func listDenials(d []DeniedCall) ([]DeniedCall, int) {
 	}
 	return out, len(d)
 }
-
-// withDenials records the refused calls d in res.
-func withDenials(res *Result, d []DeniedCall) {
-	res.Denials, res.DenialCount = listDenials(d)
-}

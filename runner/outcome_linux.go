@@ -119,7 +119,7 @@ func (run *linuxRun) finish(o Outcome) Result {
 	}
 	refused := run.brk.stop()
 	res := Classify(run.res, o, initMessages, NetworkDenials(run.guardDenials()), brokerDenials(refused), PolicyDenials(run.table, run.eff))
-	withDenials(&res, deniedCalls(refused))
+	res.Denials, res.DenialCount = listDenials(deniedCalls(refused))
 	res.OutputTruncated = cut
 	res.Network = run.guardEvents()
 	return res

@@ -437,7 +437,7 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 		oom = leafOOMKills(x.leaf) > 0
 	}
 	refused := s.denials.take(x.trackerIno)
-	withDenials(res, deniedCalls(refused))
+	res.Denials, res.DenialCount = listDenials(deniedCalls(refused))
 	switch {
 	case stErr == nil && st.phase == phaseAttrs:
 		goneResult(res, s.Err())
