@@ -12,6 +12,9 @@ import (
 // Result is the typed outcome of a run or an exec.
 type Result = runner.Result
 
+// DeniedCall is one call the sandbox refused, as a Result lists it.
+type DeniedCall = runner.DeniedCall
+
 // FailureType classifies how a run ended.
 type FailureType = runner.FailureType
 

@@ -20,6 +20,17 @@ type delegation struct {
 	Systemd bool
 	// Problem says why there is no delegated cgroup, when Base is "".
 	Problem string
+	// V1: the host runs cgroup v1, which delegates nothing to an
+	// unprivileged user, so no way out through delegation exists.
+	V1 bool
+}
+
+// fix is the way out of a refusal of rootless limits on this host.
+func (d delegation) fix() string {
+	if d.V1 {
+		return v1Fix
+	}
+	return delegationFix
 }
 
 // systemdScopeSlice is the slice of the user's systemd that runs' scopes go
@@ -34,6 +45,11 @@ const delegationFix = "to enforce them rootless, let cordon reach your systemd, 
 	"(a login sets XDG_RUNTIME_DIR, and the bus is $XDG_RUNTIME_DIR/bus), or start cordon in a cgroup v2 subtree " +
 	"delegated to you: `systemd-run --user --scope -p Delegate=yes cordon ...`, or one root made, gave the " +
 	"controllers and chowned to you, as systemd does for user@.service; or run as root"
+
+// v1Fix is the way out on a cgroup v1 host, where no delegation helps.
+const v1Fix = "on cgroup v1 no systemd scope or delegated subtree can help: run as root, boot the host with cgroup v2 " +
+	"(systemd.unified_cgroup_hierarchy=1 on the kernel command line), or drop the memory, pids and cpus limits " +
+	"(require_os_sandbox: false runs without them, and says so)"
 
 // limitControllers are the cgroup controllers the limits of sb need.
 func limitControllers(sb *spec.Sandbox) []string {

@@ -34,7 +34,7 @@ const cgroupRoot = "/sys/fs/cgroup"
 // when the user owns it.
 func probeDelegation() delegation {
 	if !cgroups.IsCgroup2UnifiedMode() {
-		return delegation{Problem: "cgroup v1 has no delegation to unprivileged users, so rootless runs have no cgroup to enforce them"}
+		return delegation{Problem: "cgroup v1 has no delegation to unprivileged users, so rootless runs have no cgroup to enforce them", V1: true}
 	}
 	if d, ok := probeSystemdUser(); ok {
 		return d

@@ -9,7 +9,10 @@ import (
 )
 
 // noDelegation is a host whose rootless users have no delegated cgroup.
-var noDelegation = delegation{Problem: "cgroup v1 has no delegation to unprivileged users, so rootless runs have no cgroup to enforce them"}
+var noDelegation = delegation{Problem: "this process's cgroup /x is not delegated to uid 4242, and no systemd answers on the user's D-Bus, so rootless runs have no cgroup to enforce them"}
+
+// cgroupV1 is a cgroup v1 host, where no delegation can help.
+var cgroupV1 = delegation{Problem: "cgroup v1 has no delegation to unprivileged users, so rootless runs have no cgroup to enforce them", V1: true}
 
 // withDelegation makes rootlessCgroup report d for the rest of t.
 func withDelegation(t *testing.T, d delegation) {
@@ -45,7 +48,8 @@ func TestRootlessLimitsDelegation(t *testing.T) {
 		{"systemd without the memory controller", sdPids, spec.Limits{Memory: 1 << 20}, "", []string{"lacks the memory controller"}},
 		{"controllers missing", pidsOnly, all, "", []string{"limits memory, pids, cpus", "lacks the memory, cpu controller", "Delegate=memory pids cpu"}},
 		{"only the delegated controller", pidsOnly, spec.Limits{Pids: 10}, "/user.slice/user-4242/cordon-r1", nil},
-		{"no delegation", noDelegation, spec.Limits{Memory: 64 << 20}, "", []string{"no cgroup to enforce them", "systemd-run --user --scope -p Delegate=yes", "or run as root"}},
+		{"no delegation", noDelegation, spec.Limits{Memory: 64 << 20}, "", []string{"not delegated to uid 4242", "systemd-run --user --scope -p Delegate=yes", "or run as root"}},
+		{"cgroup v1: delegation cannot help", cgroupV1, spec.Limits{Memory: 64 << 20}, "", []string{"no cgroup to enforce them", "on cgroup v1 no systemd scope or delegated subtree can help: run as root, boot the host with cgroup v2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

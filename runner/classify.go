@@ -42,6 +42,9 @@ const (
 	// errBusy is EBUSY: a rename or removal of a mount point, which the
 	// sandbox uses to keep deny and protect paths in place.
 	errBusy
+	// errRead is EACCES/EPERM or ENOENT on a line that is not about a
+	// write, where only a read the policy refuses explains it.
+	errRead
 )
 
 // errnoWordings maps the wordings of EROFS, EACCES/EPERM and ENOENT used by
@@ -59,6 +62,10 @@ var errnoWordings = []struct {
 	{"eperm", errAccess},
 	{"directory nonexistent", errNoParent},
 	{"no such file or directory", errNotFound},
+	{"no such file", errNotFound}, // dash: "sh: 1: cannot open x: No such file"
+	// git, when the gitdir a .git file names is hidden:
+	// "fatal: not a git repository: /r/.git/worktrees/w".
+	{"not a git repository: ", errNotFound},
 	{"enoent", errNotFound},
 	{"cannot stat", errNotFound},
 	{"device or resource busy", errBusy},
@@ -186,12 +193,27 @@ func lineKind(lower string) errnoKind {
 // sandbox has no network. It returns false when the policy does not explain
 // the failure.
 func ClassifyDenial(p Policy, sb *spec.Sandbox, cwd, stderr string) (Denial, bool) {
+	return classifyDenial(p, sb, cwd, stderr, false)
+}
+
+// classifyDenial is ClassifyDenial; readsOnly believes only what stderr
+// says of reads (see readDenials): a write's refusal is the broker's to
+// record.
+func classifyDenial(p Policy, sb *spec.Sandbox, cwd, stderr string, readsOnly bool) (Denial, bool) {
 	lines := strings.Split(stderr, "\n")
 	for _, line := range lines {
 		lower := strings.ToLower(line)
 		kind := lineKind(lower)
 		if kind == errNone {
 			continue
+		}
+		if readsOnly {
+			if kind == errReadOnly || kind == errBusy || kind == errNoParent || isWriteLine(line) {
+				continue
+			}
+			if kind == errAccess {
+				kind = errRead
+			}
 		}
 		for _, c := range candidatePaths(line) {
 			path := absolutize(c, cwd, sb)
@@ -269,6 +291,10 @@ func absolutize(p, cwd string, sb *spec.Sandbox) string {
 
 func explain(p Policy, sb *spec.Sandbox, path, line string, kind errnoKind) (Denial, bool) {
 	switch kind {
+	case errRead:
+		if err := p.Check(path, false); err != nil {
+			return Denial{Path: path, Detail: err.Error()}, true
+		}
 	case errAccess:
 		if isReadLine(line) {
 			// A read that failed: only a path the policy hides explains
@@ -277,6 +303,14 @@ func explain(p Policy, sb *spec.Sandbox, path, line string, kind errnoKind) (Den
 				return Denial{Path: path, Detail: err.Error()}, true
 			}
 			return Denial{}, false
+		}
+		if !isWriteLine(line) {
+			// A wording that does not say which (Python's
+			// PermissionError, Node's "EACCES: permission denied,
+			// open"): a deny path refuses reads, so a read it was.
+			if pe := (*mounts.PathError)(nil); errors.As(p.Check(path, false), &pe) && pe.Rule == "deny" {
+				return Denial{Path: path, Detail: pe.Error()}, true
+			}
 		}
 		fallthrough
 	case errReadOnly:
@@ -316,7 +350,16 @@ func explain(p Policy, sb *spec.Sandbox, path, line string, kind errnoKind) (Den
 				}
 			}
 			if _, serr := os.Lstat(path); serr == nil {
-				return Denial{Path: path, Detail: err.Error()}, true
+				detail := err.Error()
+				if strings.Contains(strings.ToLower(line), "not a git repository: ") {
+					gitdir := path
+					if i := strings.Index(path, "/.git/"); i >= 0 {
+						gitdir = path[:i+len("/.git")]
+					}
+					detail += "; this checkout's git metadata lies outside what the sandbox shows: to use git here, mount it (--mount " +
+						gitdir + ":" + gitdir + ", with :ro to read only)"
+				}
+				return Denial{Path: path, Detail: detail}, true
 			}
 			// A deny path hides everything below it, at every sandbox
 			// path that reaches it (an alias's sandbox path need not exist

@@ -46,6 +46,9 @@ func TestClassifyDenial(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(outside, "exists"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Join(outside, ".git", "worktrees", "w"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	sb := &spec.Sandbox{
 		Root:    root,
 		Mounts:  []spec.Mount{{Source: ro, Target: ro, Readonly: true}},
@@ -86,6 +89,16 @@ func TestClassifyDenial(t *testing.T) {
 		{"touch outside every mount", "touch: cannot touch '" + outside + "/t': No such file or directory", false, true, outside + "/t", "cannot write " + outside + "/t: outside the sandbox; writable: " + root},
 		{"python write outside", "PermissionError: [Errno 13] Permission denied: '" + outside + "/p'", false, true, outside + "/p", "cannot write " + outside + "/p: outside the sandbox; writable: " + root},
 		{"read outside stays a read", "cat: " + outside + "/exists: No such file or directory", false, true, outside + "/exists", "cannot read " + outside + "/exists: outside the sandbox; readable: "},
+		{"python read of a deny path", "PermissionError: [Errno 13] Permission denied: '.env'", false, true, filepath.Join(root, ".env"), "cannot read " + filepath.Join(root, ".env") + ": denied"},
+		{"node read of a deny path", "Error: EACCES: permission denied, open '" + root + "/.env'", false, true, filepath.Join(root, ".env"), "cannot read " + filepath.Join(root, ".env") + ": denied"},
+		{"python write of a deny path", "PermissionError: [Errno 13] Permission denied: '.env' for writing", false, true, filepath.Join(root, ".env"), "cannot write " + filepath.Join(root, ".env")},
+		{"dash cannot open a hidden path", "sh: 1: cannot open " + outside + "/exists: No such file", false, true, outside + "/exists", "cannot read " + outside + "/exists: outside the sandbox"},
+		{"dash cannot open a missing path", "sh: 1: cannot open " + root + "/nope: No such file", false, false, "", ""},
+		{"git worktree metadata hidden", "fatal: not a git repository: " + outside + "/.git/worktrees/w", false, true, outside + "/.git/worktrees/w",
+			"cannot read " + outside + "/.git/worktrees/w: outside the sandbox; readable: "},
+		{"git worktree hint", "fatal: not a git repository: " + outside + "/.git/worktrees/w", false, true, outside + "/.git/worktrees/w",
+			"to use git here, mount it (--mount " + outside + "/.git:" + outside + "/.git, with :ro to read only)"},
+		{"git worktree metadata missing", "fatal: not a git repository: " + outside + "/nope/.git/worktrees/gone", false, false, "", ""},
 		{"network off", "curl: (6) Could not resolve host: example.com", false, true, "", "network"},
 		{"network on is not ours", "curl: (6) Could not resolve host: example.com", true, false, "", ""},
 		{"unrelated", "error: something broke", false, false, "", ""},
@@ -105,6 +118,40 @@ func TestClassifyDenial(t *testing.T) {
 			}
 			if !strings.Contains(d.Detail, tc.detail) {
 				t.Fatalf("detail %q lacks %q", d.Detail, tc.detail)
+			}
+		})
+	}
+}
+
+// TestClassifyReadsOnly is what a session exec believes of its stderr
+// (readDenials): reads the policy refuses, in every wording, and never a
+// write, which only the broker's record may explain.
+func TestClassifyReadsOnly(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "exists"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb := &spec.Sandbox{Root: root, Deny: []string{filepath.Join(root, ".env")}, Protect: []string{filepath.Join(root, ".git/hooks")},
+		System: spec.System{Kind: spec.SystemHost}}
+	table, err := mounts.New(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, stderr, detail string // detail "": not explained
+	}{
+		{"python read of a deny path", "PermissionError: [Errno 13] Permission denied: '.env'", "cannot read " + root + "/.env: denied"},
+		{"node read of a deny path", "Error: EACCES: permission denied, open '.env'", "cannot read " + root + "/.env: denied"},
+		{"cat of a deny path", "cat: .env: Permission denied", "cannot read " + root + "/.env: denied"},
+		{"dash redirect from a hidden path", "sh: 1: cannot open " + outside + "/exists: No such file", "cannot read " + outside + "/exists"},
+		{"a write is the broker's", "sh: 1: cannot create .git/hooks/x: Permission denied", ""},
+		{"read-only is the broker's", "touch: cannot touch '/usr/x': Read-only file system", ""},
+		{"python write wording", "PermissionError: [Errno 13] Permission denied: '.git/hooks/x' for writing", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, ok := classifyDenial(table, sb, root, tc.stderr, true)
+			if ok != (tc.detail != "") || !strings.Contains(d.Detail, tc.detail) {
+				t.Fatalf("explained %v: %q, want %q", ok, d.Detail, tc.detail)
 			}
 		})
 	}

@@ -14,6 +14,12 @@ import (
 // read-only mounts and the sealed-binary protection of /proc/self/exe.
 func Doctor() []Capability {
 	var caps []Capability
+	if data, err := os.ReadFile("/proc/1/cmdline"); err == nil {
+		if init := nestedIn(data); init != "" {
+			caps = append(caps, Capability{"nested", true, "this doctor runs inside a cordon sandbox (its PID 1 is cordon's " + init +
+				"): what follows is what a sandbox nested in this one would get, not what the host offers; run cordon doctor on the host for that", false})
+		}
+	}
 	root := os.Geteuid() == 0
 	caps = append(caps, Capability{"root", root, map[bool]string{
 		true:  "running as root: cgroup limits are enforced; the command still runs with no capabilities and no_new_privs",
@@ -92,7 +98,7 @@ func rootlessLimitsCap(d delegation) Capability {
 	case d.Base != "" && len(d.missingControllers(want)) < len(want):
 		return Capability{"rootless limits", false, "partly: " + why, false}
 	}
-	return Capability{"rootless limits", false, why + "; memory, pids and cpus limits are refused (or dropped with require_os_sandbox: false); " + delegationFix, false}
+	return Capability{"rootless limits", false, why + "; memory, pids and cpus limits are refused (or dropped with require_os_sandbox: false); " + d.fix(), false}
 }
 
 func seccompKernel() bool {
@@ -111,4 +117,15 @@ func fsSupported(name string) bool {
 		}
 	}
 	return false
+}
+
+// nestedIn returns the init argument of cordon's PID 1 ("cordon-sandbox-init"
+// or "cordon-session-init") when cmdline, /proc/1/cmdline, is one: this
+// process runs inside a cordon sandbox. It returns "" otherwise.
+func nestedIn(cmdline []byte) string {
+	args := strings.Split(string(cmdline), "\x00")
+	if len(args) > 1 && (args[1] == sandboxInitArg || args[1] == "cordon-session-init") {
+		return args[1]
+	}
+	return ""
 }

@@ -153,11 +153,12 @@ func findLimits(b Backend, sb *spec.Sandbox, refuse bool) []string {
 		if len(lim) == 0 {
 			return nil
 		}
-		ok, why := rootlessCgroup().enforces(limitControllers(sb))
+		d := rootlessCgroup()
+		ok, why := d.enforces(limitControllers(sb))
 		if ok {
 			return nil
 		}
-		return []string{"limits " + strings.Join(lim, ", ") + ": " + why + "; " + delegationFix}
+		return []string{"limits " + strings.Join(lim, ", ") + ": " + why + "; " + d.fix()}
 	}
 	var out []string
 	for _, x := range []struct {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -245,8 +246,27 @@ func (run *linuxRun) guardDenials() ([]netguard.Event, int) {
 func networkGuardAvailable() (bool, string) {
 	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false, fmt.Sprintf("/dev/net/tun cannot be opened (%v); inside a container, pass the device (docker run --device /dev/net/tun)", err)
+		var st unix.Stat_t
+		mode := uint32(0)
+		if unix.Stat("/dev/net/tun", &st) == nil {
+			mode = st.Mode & 0o777
+		}
+		return false, tunFix(err, mode, os.Geteuid())
 	}
 	unix.Close(fd)
 	return true, ""
+}
+
+// tunFix says why /dev/net/tun did not open (err; mode is its permission
+// bits, 0 when unknown) and the way out that works on this host.
+func tunFix(err error, mode uint32, uid int) string {
+	msg := fmt.Sprintf("/dev/net/tun cannot be opened (%v)", err)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return msg + "; load the tun module (as root: modprobe tun), or inside a container pass the device (docker run --device /dev/net/tun)"
+	case (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) && uid != 0:
+		return msg + fmt.Sprintf("; it is mode %04o here: make it 0666, as most distributions ship it (as root: chmod 0666 /dev/net/tun, "+
+			"and for every boot a udev rule: KERNEL==\"tun\", MODE=\"0666\" in /etc/udev/rules.d/60-tun.rules), or run cordon as root", mode)
+	}
+	return msg + "; inside a container, pass the device (docker run --device /dev/net/tun)"
 }

@@ -107,6 +107,11 @@ func Classify(res Result, o Outcome, explain ...Explainer) Result {
 		// it only earns a hint.
 		res.FailureDetail += fmt.Sprintf(", as a shell reports a child killed by SIGXFSZ: if a file reached limits.file_size (%s), "+
 			"that was it", spec.FormatBytes(o.FileSizeLimit))
+	} else if o.FileSizeLimit > 0 && mentionsEFBIG(o.Stderr) {
+		// A program that ignores SIGXFSZ (Python does) sees EFBIG
+		// instead; its text is the command's own too: a hint, no type.
+		res.FailureDetail += fmt.Sprintf(", and its stderr says \"File too large\" (EFBIG): if a file reached limits.file_size (%s), "+
+			"that was it; raise limits.file_size or write less", spec.FormatBytes(o.FileSizeLimit))
 	}
 	return res
 }
@@ -116,6 +121,13 @@ func Classify(res Result, o Outcome, explain ...Explainer) Result {
 func initFailed(o Outcome) bool {
 	st := o.Init
 	return st != nil && (st.Setup != "" || !st.Started || (st.ExecCode != 0 && st.ExecCode == o.ExitCode))
+}
+
+// mentionsEFBIG reports whether stderr has EFBIG's wording, as libc,
+// Python ("[Errno 27] File too large") and Node ("EFBIG") print it.
+func mentionsEFBIG(stderr string) bool {
+	l := strings.ToLower(stderr)
+	return strings.Contains(l, "file too large") || strings.Contains(l, "efbig")
 }
 
 // sigXFSZ is SIGXFSZ's number, the same on Linux and macOS.

@@ -117,7 +117,9 @@ func (run *linuxRun) finish(o Outcome) Result {
 		run.guard.Close()
 		run.ph.mark("network_close")
 	}
-	res := Classify(run.res, o, initMessages, NetworkDenials(run.guardDenials()), brokerDenials(run.brk.stop()), PolicyDenials(run.table, run.eff))
+	refused := run.brk.stop()
+	res := Classify(run.res, o, initMessages, NetworkDenials(run.guardDenials()), brokerDenials(refused), PolicyDenials(run.table, run.eff))
+	res.Denials, res.DenialCount = listDenials(deniedCalls(refused))
 	res = HostCommandHint(res, o, run.req.Args, run.table)
 	res.OutputTruncated = cut
 	res.Network = run.guardEvents()

@@ -67,6 +67,8 @@ func TestClassify(t *testing.T) {
 		{"pids limit wins over a denial", Outcome{ExitCode: 1, Cwd: ws, PidsLimited: true, PidsLimit: 8, Stderr: "cat: .env: Permission denied\n"}, 1, FailurePidsLimit, "", "limit of 8"},
 		{"file size limit", Outcome{ExitCode: 153, Signal: "SIGXFSZ", FileSizeLimit: 1 << 20}, 153, FailureFileSizeLimit, "", "file size limit of 1MiB (limits.file_size) and the command was killed by SIGXFSZ"},
 		{"exit 153 is the command's own, not a limit (forgeable)", Outcome{ExitCode: 153, FileSizeLimit: 1 << 20}, 153, FailureProcessError, "", "status 153, as a shell reports a child killed by SIGXFSZ: if a file reached limits.file_size (1MiB)"},
+		{"EFBIG from a program that ignores SIGXFSZ", Outcome{ExitCode: 1, FileSizeLimit: 1 << 20, Stderr: "OSError: [Errno 27] File too large\n"}, 1, FailureProcessError, "", "status 1, and its stderr says \"File too large\" (EFBIG): if a file reached limits.file_size (1MiB)"},
+		{"EFBIG without a limit is no hint", Outcome{ExitCode: 1, Stderr: "OSError: [Errno 27] File too large\n"}, 1, FailureProcessError, "", "status 1"},
 		{"SIGXFSZ without a limit", Outcome{ExitCode: 153, Signal: "SIGXFSZ"}, 153, FailureProcessError, "", "killed by SIGXFSZ"},
 		{"stderr does not make a pids limit", Outcome{ExitCode: 2, PidsLimit: 32, Stderr: "sh: Cannot fork\nfork: Resource temporarily unavailable\n"}, 2, FailureProcessError, "", "status 2"},
 		{"init set-up failure wins over a pids limit", Outcome{ExitCode: 125, PidsLimited: true, PidsLimit: 4, Init: &InitStatus{Setup: "fork failed"}}, ExitSetupError, FailureSetupError, "", "sandbox init: fork failed"},

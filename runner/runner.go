@@ -138,6 +138,12 @@ type Result struct {
 	Backend string `json:"backend,omitempty"`
 	// Sandbox is a summary of the effective sandbox.
 	Sandbox *spec.Summary `json:"sandbox,omitempty"`
+	// Denials lists the calls the sandbox refused while the command ran
+	// (the first MaxListedDenials distinct ones), from cordon's own record,
+	// whatever the command printed and however it exited; DenialCount is
+	// how many calls were refused in all.
+	Denials     []DeniedCall `json:"denials,omitempty"`
+	DenialCount int          `json:"denial_count,omitempty"`
 	// Network lists the network guard's decisions (DNS questions, TCP
 	// connections, refused datagrams) of a run with a network allow list,
 	// in order; the audit log writes one line for each.

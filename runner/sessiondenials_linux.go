@@ -122,13 +122,19 @@ func execDenialsExplainer(d []broker.Denial, table *mounts.Table) Explainer {
 // never believed: the broker's record says what it refused.
 func readDenials(p Policy, sb *spec.Sandbox) Explainer {
 	return func(o Outcome, res *Result) bool {
-		var keep []string
-		for _, line := range strings.Split(o.Stderr, "\n") {
-			if isReadLine(line) || lineKind(strings.ToLower(line)) == errNone {
-				keep = append(keep, line)
-			}
+		d, ok := classifyDenial(p, sb, o.Cwd, o.Stderr, true)
+		if ok {
+			*res = Denied(*res, d)
 		}
-		o.Stderr = strings.Join(keep, "\n")
-		return PolicyDenials(p, sb)(o, res)
+		return ok
 	}
+}
+
+// deniedCalls is the broker's record d as a Result lists it.
+func deniedCalls(d []broker.Denial) []DeniedCall {
+	out := make([]DeniedCall, 0, len(d))
+	for _, x := range d {
+		out = append(out, DeniedCall{Op: x.Op, Path: x.Path, Rule: x.Rule})
+	}
+	return out
 }

@@ -125,9 +125,14 @@ type sessionExec struct {
 	signaled bool
 	stdinW   *os.File
 	console  *os.File // a TTY exec's terminal master
-	stopIn   func()
-	outR     []*os.File
-	copiers  sync.WaitGroup
+	// keys carries each ^C typed at a TTY exec's terminal (as CopyKeys
+	// reports them); interrupted: a second within KeyInterruptWindow
+	// killed the exec's tree.
+	keys        chan struct{}
+	interrupted bool
+	stopIn      func()
+	outR        []*os.File
+	copiers     sync.WaitGroup
 	// polled: the exec's stdout and stderr pipes (blocking read ends,
 	// -1 once at EOF) and where each goes, read by wait itself (polled)
 	// rather than by copier goroutines: a plain exec, neither detached
@@ -283,7 +288,7 @@ func (x *sessionExec) wait(ctx context.Context, req ExecRequest) (st execStatus,
 	if x.polled != nil {
 		return x.waitPolled(ctx, req)
 	}
-	if ctx.Done() == nil && req.Signals == nil && x.timeout(req) <= 0 {
+	if ctx.Done() == nil && req.Signals == nil && x.keys == nil && x.timeout(req) <= 0 {
 		// Nothing to enforce while it runs: read the status here. The
 		// pipe reaches EOF if the sandbox dies, so this cannot hang on a
 		// gone session.
@@ -309,10 +314,20 @@ func (x *sessionExec) wait(ctx context.Context, req ExecRequest) (st execStatus,
 		}
 	}
 	ctxDone := ctx.Done()
+	var lastKey time.Time
 	for {
 		select {
 		case <-statusC:
 			return st, timedOut, canceled, stErr
+		case <-x.keys:
+			// As at a TTY run (Supervise): the terminal gave the first
+			// ^C to the command; a second soon after kills its tree.
+			now := time.Now()
+			if !lastKey.IsZero() && now.Sub(lastKey) <= KeyInterruptWindow && !x.interrupted {
+				x.interrupted, canceled = true, true
+				killTree()
+			}
+			lastKey = now
 		case <-timeoutC:
 			timedOut, timeoutC = true, nil
 			killTree()
@@ -422,6 +437,7 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 		oom = leafOOMKills(x.leaf) > 0
 	}
 	refused := s.denials.take(x.trackerIno)
+	res.Denials, res.DenialCount = listDenials(deniedCalls(refused))
 	switch {
 	case stErr == nil && st.phase == phaseAttrs:
 		goneResult(res, s.Err())
@@ -435,6 +451,9 @@ func (s *linuxSession) finish(res *Result, x *sessionExec, req ExecRequest, cwd 
 		res.ExitCode = ExitTimeout
 		res.FailureType = FailureTimeout
 		res.FailureDetail = fmt.Sprintf("the command ran longer than the timeout of %s; it and every process it started were killed (the session goes on)", x.timeout(req))
+	case canceled && x.interrupted:
+		res.FailureType = FailureProcessError
+		res.FailureDetail = fmt.Sprintf("^C was typed twice within %s at the exec's terminal; the command and every process it started were killed (the session goes on)", KeyInterruptWindow)
 	case canceled:
 		res.FailureType = FailureProcessError
 		res.FailureDetail = "the exec was canceled; the command and every process it started were killed"

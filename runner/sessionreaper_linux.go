@@ -131,7 +131,7 @@ func (s *stateDir) reapRun(id string) {
 	}
 }
 
-// removeLockedDir removes dir and the files in it, when its lock is free
+// removeLockedDir removes dir and the files in it (and its detached/), when its lock is free
 // (a new session of the same name holds it otherwise).
 func removeLockedDir(dir string) {
 	lock := filepath.Join(dir, "lock")
@@ -145,7 +145,11 @@ func removeLockedDir(dir string) {
 	}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		if !e.IsDir() && e.Name() != "lock" {
+		switch {
+		case e.IsDir() && e.Name() == "detached":
+			// The logs of a named session's detached execs.
+			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+		case !e.IsDir() && e.Name() != "lock":
 			_ = os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}

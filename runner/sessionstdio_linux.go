@@ -67,6 +67,23 @@ func isDevNull(r io.Reader) bool {
 // the read end (a detached exec's server, sent the descriptor) and reads
 // nothing must hold neither the exec nor a goroutine.
 func copyStdin(w *os.File, src io.Reader, closeW bool) (stop func()) {
+	return copyStdinKeys(w, src, closeW, nil)
+}
+
+// copyStdinKeys is copyStdin that reports, when keys is not nil, each ^C
+// of src that w, a terminal's master, turns into SIGINT (as CopyKeys).
+func copyStdinKeys(w *os.File, src io.Reader, closeW bool, keys chan<- struct{}) (stop func()) {
+	note := func(p []byte) {
+		if keys == nil {
+			return
+		}
+		for i := 0; i < interrupts(w, p); i++ {
+			select {
+			case keys <- struct{}{}:
+			default:
+			}
+		}
+	}
 	closeDst := func() {
 		if closeW {
 			w.Close()
@@ -78,7 +95,7 @@ func copyStdin(w *os.File, src io.Reader, closeW bool) (stop func()) {
 	if !ok {
 		// A reader may block in Read, which nothing can interrupt: the
 		// goroutine then ends at its next write, which fails.
-		go func() { _, _ = io.Copy(w, src); closeDst() }()
+		go func() { _, _ = io.Copy(w, keyReader{src, note}); closeDst() }()
 		var once sync.Once
 		return func() { once.Do(unblock) }
 	}
@@ -120,6 +137,7 @@ func copyStdin(w *os.File, src io.Reader, closeW bool) (stop func()) {
 			if n <= 0 || err != nil {
 				return
 			}
+			note(buf[:n])
 			if _, err := w.Write(buf[:n]); err != nil {
 				return
 			}
@@ -129,4 +147,16 @@ func copyStdin(w *os.File, src io.Reader, closeW bool) (stop func()) {
 	return func() {
 		once.Do(func() { pw.Close(); unblock(); <-done })
 	}
+}
+
+// keyReader is r whose reads are shown to note first.
+type keyReader struct {
+	r    io.Reader
+	note func([]byte)
+}
+
+func (k keyReader) Read(p []byte) (int, error) {
+	n, err := k.r.Read(p)
+	k.note(p[:n])
+	return n, err
 }

@@ -73,7 +73,8 @@ func (s *linuxSession) newTTYExec(x *sessionExec, req ExecRequest, cwd string, e
 		_, _ = master.Write(req.TypeAhead)
 	}
 	if req.Stdin != nil {
-		x.stopIn = copyStdin(master, req.Stdin, false)
+		x.keys = make(chan struct{}, 8)
+		x.stopIn = copyStdinKeys(master, req.Stdin, false, x.keys)
 	}
 	return x, nil
 }

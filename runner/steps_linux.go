@@ -109,7 +109,7 @@ func (run *linuxRun) plan() error {
 		// (the delegation changed between two looks): refuse rather than
 		// hand libcontainer limits it would not enforce.
 		return fmt.Errorf("%w: limits %s: no delegated cgroup for this run; %s",
-			ErrUnenforceable, strings.Join(limitControllers(enf.Sandbox), ", "), delegationFix)
+			ErrUnenforceable, strings.Join(limitControllers(enf.Sandbox), ", "), rootlessCgroup().fix())
 	}
 	for _, m := range run.res.Unenforced {
 		run.warn("WARNING: not enforced: %s", m)
@@ -168,7 +168,7 @@ func (run *linuxRun) delegatedCgroup() error {
 		return nil
 	}
 	if err := prepareDelegated(filepath.Dir(p), limitControllers(run.eff)); err != nil {
-		return fmt.Errorf("%w: %w; %s", ErrUnenforceable, err, delegationFix)
+		return fmt.Errorf("%w: %w; %s", ErrUnenforceable, err, rootlessCgroup().fix())
 	}
 	return nil
 }

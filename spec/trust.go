@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -84,10 +85,12 @@ func Trust(path string) error {
 	if _, err := Load(abs); err != nil {
 		return err
 	}
-	digest, err := configDigest(abs)
+	data, err := readRegular(abs, false)
 	if err != nil {
 		return err
 	}
+	sum := sha256.Sum256(data)
+	digest := hex.EncodeToString(sum[:])
 	if ok, err := Trusted(abs); err != nil || ok {
 		return err
 	}
@@ -105,8 +108,11 @@ func Trust(path string) error {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return fmt.Errorf("trust store %s is not a regular file; remove it", store)
 	}
-	_, err = fmt.Fprintf(f, "%s\t%s\n", digest, abs)
-	return err
+	if _, err = fmt.Fprintf(f, "%s\t%s\n", digest, abs); err != nil {
+		return err
+	}
+	keepTrustedCopy(digest, data)
+	return nil
 }
 
 // DiscoverTrusted finds the project config upwards from dir, as
@@ -123,23 +129,20 @@ func DiscoverTrusted(dir string) (string, error) {
 		return "", err
 	}
 	if !ok {
-		return "", fmt.Errorf("%w: found %s, but a sandboxed command could have written it; "+
-			"review it, then run `cordon trust %s` (trust ends when the file changes), or name it with --config", ErrUntrusted, p, p)
+		return "", untrustedError(p)
 	}
 	return p, nil
 }
 
-// GuardTrustStore adds the trust store to sb's deny list, so no sandbox can
+// GuardTrustStore adds the trust store and its copies (TrustCopiesDir) to sb's deny list, so no sandbox can
 // trust a config on the user's behalf (a missing store inside a writable
 // mount gets a placeholder, which keeps it from being created).
 func GuardTrustStore(sb *Sandbox) {
-	store := TrustStorePath()
-	for _, d := range sb.Deny {
-		if within(store, d) {
-			return
+	for _, p := range []string{TrustStorePath(), TrustCopiesDir()} {
+		if !slices.ContainsFunc(sb.Deny, func(d string) bool { return within(p, d) }) {
+			sb.Deny = append(sb.Deny, p)
 		}
 	}
-	sb.Deny = append(sb.Deny, store)
 }
 
 // GuardControlFiles keeps the files that steer cordon out of the command's

@@ -39,8 +39,9 @@ func TestDiscoverTrusted(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("sandbox:\n  root: .\n  protect: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := DiscoverTrusted(sub); !errors.Is(err, ErrUntrusted) {
-		t.Fatalf("changed config: want ErrUntrusted, got %v", err)
+	_, err := DiscoverTrusted(sub)
+	if !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), cfg+" changed since you trusted it (+1 -0 lines)") {
+		t.Fatalf("changed config: want ErrUntrusted saying what changed, got %v", err)
 	}
 	// A config planted in a subfolder is found first and is not trusted.
 	if err := Trust(cfg); err != nil {
@@ -56,8 +57,30 @@ func TestDiscoverTrusted(t *testing.T) {
 	// Every sandbox denies the trust store.
 	sb := &Sandbox{Root: dir}
 	GuardTrustStore(sb)
-	if !slices.Contains(sb.Deny, TrustStorePath()) {
-		t.Fatalf("trust store not denied: %v", sb.Deny)
+	if !slices.Contains(sb.Deny, TrustStorePath()) || !slices.Contains(sb.Deny, TrustCopiesDir()) {
+		t.Fatalf("trust store or its copies not denied: %v", sb.Deny)
+	}
+	// A config never trusted is not "changed".
+	if _, err := DiscoverTrusted(sub); err == nil || strings.Contains(err.Error(), "changed since") || !strings.Contains(err.Error(), "found "+planted) {
+		t.Fatalf("planted config: %v", err)
+	}
+}
+
+// TestLineDiff counts the lines a change added and removed.
+func TestLineDiff(t *testing.T) {
+	for _, tc := range []struct {
+		a, b           string
+		added, removed int
+	}{
+		{"a\nb\n", "a\nb\n", 0, 0},
+		{"a\nb\n", "a\nb\nc\n", 1, 0},
+		{"a\nb\nc\n", "a\nc\n", 0, 1},
+		{"a\nb\nc\n", "a\nB\nc\n", 1, 1},
+		{"", "x\ny\n", 2, 0},
+	} {
+		if ad, rm := lineDiff(tc.a, tc.b); ad != tc.added || rm != tc.removed {
+			t.Errorf("lineDiff(%q, %q) = +%d -%d, want +%d -%d", tc.a, tc.b, ad, rm, tc.added, tc.removed)
+		}
 	}
 }
 

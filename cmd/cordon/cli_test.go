@@ -88,21 +88,25 @@ func TestTrustListRevoke(t *testing.T) {
 	}
 }
 
-// TestCompletionBash sources the bash script and completes commands and a
-// command's flags, as bash would at a prompt.
+// TestCompletionBash sources the bash script and completes commands, a
+// command's flags, profile names and session subcommands, as bash would
+// at a prompt.
 func TestCompletionBash(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash")
 	}
+
 	script := `source <(cordon completion bash)
 COMP_WORDS=(cordon ru); COMP_CWORD=1; _cordon; echo "1:${COMPREPLY[*]}"
 COMP_WORDS=(cordon run --re); COMP_CWORD=2; _cordon; echo "2:${COMPREPLY[*]}"
-COMP_WORDS=(cordon trust --r); COMP_CWORD=2; _cordon; echo "3:${COMPREPLY[*]}"`
+COMP_WORDS=(cordon trust --r); COMP_CWORD=2; _cordon; echo "3:${COMPREPLY[*]}"
+COMP_WORDS=(cordon run --profile s); COMP_CWORD=3; _cordon; echo "4:${COMPREPLY[*]}"
+COMP_WORDS=(cordon session k); COMP_CWORD=2; _cordon; echo "5:${COMPREPLY[*]}"`
 	cmd := exec.Command(bash, "-c", script)
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(cordonBin(t))+":"+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
-	want := "1:run\n2:--readonly --report\n3:--revoke\n"
+	want := "1:run\n2:--readonly --report\n3:--revoke\n4:strict\n5:kill\n"
 	if err != nil || string(out) != want {
 		t.Fatalf("completion: %v %q; want %q", err, out, want)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/cordon-run/cordon/spec"
 )
 
 func init() {
@@ -11,8 +13,10 @@ func init() {
 }
 
 // The scripts complete the commands from this binary's list and each
-// command's flags from its own -h output, so they never go stale; after
-// `--` they complete the sandboxed command.
+// command's flags from its own -h output, so they never go stale; --profile
+// with the profile names, `session` with its subcommands, and the session
+// names (of `cordon session list`) where one is wanted; after `--` they
+// complete the sandboxed command.
 const bashCompletion = `# bash completion for cordon (cordon completion bash)
 _cordon() {
 	local cur=${COMP_WORDS[COMP_CWORD]} i
@@ -30,6 +34,27 @@ _cordon() {
 	help | completion)
 		COMPREPLY=($(compgen -W "%[1]s bash zsh fish" -- "$cur"))
 		return ;;
+	esac
+	if [ "${COMP_WORDS[COMP_CWORD-1]}" = "--profile" ]; then
+		COMPREPLY=($(compgen -W "%[2]s" -- "$cur"))
+		return
+	fi
+	local sessions='cordon session list 2>/dev/null | sed 1d | cut -d" " -f1'
+	case "${COMP_WORDS[1]} $COMP_CWORD" in
+	"session 2")
+		COMPREPLY=($(compgen -W "%[3]s" -- "$cur"))
+		return ;;
+	"session 3")
+		case "${COMP_WORDS[2]}" in
+		stop | ps | kill)
+			COMPREPLY=($(compgen -W "$(eval "$sessions")" -- "$cur"))
+			return ;;
+		esac ;;
+	"exec 2")
+		if [[ $cur != -* ]]; then
+			COMPREPLY=($(compgen -W "$(eval "$sessions")" -- "$cur"))
+			return
+		fi ;;
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W "$(cordon "${COMP_WORDS[1]}" -h 2>&1 | sed -n 's/^  -\([a-z][a-z-]*\).*/--\1/p')" -- "$cur"))
@@ -54,6 +79,9 @@ end
 complete -c cordon -f -n '__fish_use_subcommand' -a '%[1]s'
 complete -c cordon -f -n '__fish_seen_subcommand_from help completion' -a '%[1]s bash zsh fish'
 complete -c cordon -n 'not __fish_use_subcommand' -a '(__cordon_flags | string replace -r "^" "--")'
+complete -c cordon -f -l profile -xa '%[2]s'
+complete -c cordon -f -n '__fish_seen_subcommand_from session; and __fish_is_nth_token 2' -a '%[3]s'
+complete -c cordon -f -n '__fish_seen_subcommand_from stop ps kill exec' -a '(cordon session list 2>/dev/null | tail -n +2 | string replace -r " .*" "")'
 `
 
 func completionMain(args []string) int {
@@ -63,14 +91,16 @@ func completionMain(args []string) int {
 	}
 	names := visibleCommands()
 	words := strings.Join(names, " ")
+	profiles := strings.Join(spec.ProfileNames(), " ")
+	const sessionCmds = "start stop list ps kill"
 	switch fs.Arg(0) {
 	case "bash":
-		fmt.Printf(bashCompletion, words)
+		fmt.Printf(bashCompletion, words, profiles, sessionCmds)
 	case "zsh":
 		fmt.Print(zshCompletion)
-		fmt.Printf(bashCompletion, words)
+		fmt.Printf(bashCompletion, words, profiles, sessionCmds)
 	case "fish":
-		fmt.Printf(fishCompletion, words)
+		fmt.Printf(fishCompletion, words, profiles, sessionCmds)
 	default:
 		fmt.Fprintln(os.Stderr, "cordon completion: want bash, zsh or fish; fix: source <(cordon completion bash), or see the README")
 		return exitConfig

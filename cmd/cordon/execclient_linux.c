@@ -38,7 +38,7 @@
 
 extern char **environ;
 
-static const char usage[] = "usage: cordon exec NAME [--timeout D] [--cwd DIR] [--memory SIZE] [--detach] [--report FILE] [--json] -- CMD [ARG...]\n";
+static const char usage[] = "usage: cordon exec NAME [--timeout D] [--cwd DIR] [--memory SIZE] [--detach] [--report FILE] [--json] [--sandbox] -- CMD [ARG...]\n";
 
 static int sock = -1;
 // The caller's terminal, put in raw mode for a TTY exec and restored.
@@ -485,7 +485,7 @@ static void append_str(char **buf, size_t *len, size_t *cap, const char *s)
 static void client(int argc, char **argv)
 {
 	const char *name = NULL, *timeout = NULL, *cwd = NULL, *report = NULL, *memory = NULL;
-	int json = 0, detach = 0, first = -1;
+	int json = 0, detach = 0, with_sandbox = 0, first = -1;
 	const char *rp = report_arg(argc, argv);
 	if (rp && (report_fd = open_report(rp)) < 0) {
 		fprintf(stderr, "cordon: refused: --report %s: %s; cordon writes a report only to a regular file reached without symbolic links (remove it or give another path)\n",
@@ -509,6 +509,10 @@ static void client(int argc, char **argv)
 		}
 		if (strcmp(a, "--detach") == 0 || strcmp(a, "-detach") == 0) {
 			detach = 1;
+			continue;
+		}
+		if (strcmp(a, "--sandbox") == 0 || strcmp(a, "-sandbox") == 0) {
+			with_sandbox = 1;
 			continue;
 		}
 		const char *flags[] = {"timeout", "cwd", "report", "memory"};
@@ -630,6 +634,10 @@ static void client(int argc, char **argv)
 	}
 	if (report || json) {
 		append_str(&buf, &len, &cap, "report=1");
+		nopts++;
+	}
+	if (with_sandbox) {
+		append_str(&buf, &len, &cap, "sandbox=1");
 		nopts++;
 	}
 	// Like cordon run: a terminal on both stdin and stdout gets the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -13,11 +14,12 @@ func init() {
 }
 
 func explainMain(args []string) int {
-	fs := newFlagSet("explain", "[--config F] [--profile P] [--worker W]...")
+	fs := newFlagSet("explain", "[--config F] [--profile P] [--worker W]... [--json]")
 	var sf sandboxFlags
 	var of overrideFlags
 	sf.register(fs)
 	of.register(fs)
+	asJSON := fs.Bool("json", false, "print the effective sandbox as JSON (the config, the sandbox, the backend and what it refuses or does not enforce)")
 	if err := fs.Parse(args); err != nil {
 		return exitConfig
 	}
@@ -26,11 +28,14 @@ func explainMain(args []string) int {
 		return configError(os.Stderr, err)
 	}
 	cfg, sb := p.Config(), s.Spec()
-	fmt.Printf("config:  %s\n", cfg.Source)
-	fmt.Print(spec.Summarize(sb).Table())
 	// What this machine's backend does with it, from the runner's one
 	// table, as a run would decide.
 	enf, how := s.Enforcement()
+	if *asJSON {
+		return explainJSON(cfg.Source, spec.Summarize(sb), string(enf.Backend), how, enf.RefusedDetails(), enf.UnenforcedDetails())
+	}
+	fmt.Printf("config:  %s\n", cfg.Source)
+	fmt.Print(spec.Summarize(sb).Table())
 	fmt.Printf("backend: %s\n", enf.Backend)
 	if how != "" {
 		fmt.Printf("network: %s\n", how)
@@ -41,5 +46,26 @@ func explainMain(args []string) int {
 	for _, d := range enf.UnenforcedDetails() {
 		fmt.Printf("not enforced: %s\n", d)
 	}
+	return exitOK
+}
+
+// explanation is `cordon explain --json`: what the table shows.
+type explanation struct {
+	Config     string       `json:"config"`
+	Sandbox    spec.Summary `json:"sandbox"`
+	Backend    string       `json:"backend"`
+	Network    string       `json:"network_enforcement,omitempty"`
+	Refused    []string     `json:"refused,omitempty"`
+	Unenforced []string     `json:"unenforced,omitempty"`
+}
+
+func explainJSON(config string, sum spec.Summary, backend, how string, refused, unenforced []string) int {
+	data, err := json.MarshalIndent(explanation{Config: config, Sandbox: sum, Backend: backend, Network: how,
+		Refused: refused, Unenforced: unenforced}, "", "  ")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon explain: %v\n", err)
+		return exitSetup
+	}
+	fmt.Println(string(data))
 	return exitOK
 }

@@ -19,7 +19,7 @@ func init() {
 	register(command{name: "run", summary: "run a command inside the sandbox", run: runMain})
 }
 
-const runUsage = "[--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--allow HOST]... [-e NAME[=VALUE]]... [--readonly] [--timeout D] [--memory M] [--pids N] [--attach PATH]... [--audit FILE] [--cwd DIR] [--overlay NAME] [--report FILE] [--json] -- CMD [ARG...]"
+const runUsage = "[--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--allow HOST]... [-e NAME[=VALUE]]... [--readonly] [--timeout D] [--memory M] [--pids N] [--attach PATH]... [--audit FILE] [--cwd DIR] [--overlay NAME] [--report FILE] [--json] [--sandbox] -- CMD [ARG...]"
 
 func runMain(args []string) int {
 	cordon.Prewarm()
@@ -47,6 +47,7 @@ func runMain(args []string) int {
 	report := fs.String("report", "", "write the result as JSON to `FILE`")
 	jsonOut := fs.Bool("json", false, "write the result as JSON to stderr")
 	overlayName := fs.String("overlay", "", "run copy-on-write in the overlay `NAME`: writes land in it, not in the workspace (cordon diff/apply/discard NAME)")
+	withSandbox := fs.Bool("sandbox", false, "include the sandbox's description (every path, ~7 KB) in the --json and --report result")
 	cwd := fs.String("cwd", "", "run the command in `DIR`, a sandbox path (relative: under the workspace); default: the current directory when the sandbox shows it, else the workspace")
 	if err := fs.Parse(args); err != nil {
 		return refuse(exitConfig, fmt.Errorf("cordon run: %w", err))
@@ -92,6 +93,9 @@ func runMain(args []string) int {
 		}
 	default:
 		fmt.Fprintf(os.Stderr, "cordon: %s: %s\n", res.FailureType, res.FailureDetail)
+	}
+	if !*withSandbox {
+		res.Sandbox = nil // cordon explain --json has it, once
 	}
 	if werr := rep.Write(res); werr != nil {
 		fmt.Fprintf(os.Stderr, "cordon: write report: %v\n", werr)

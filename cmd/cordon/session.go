@@ -27,7 +27,9 @@ const sessionUsage = `usage:
   cordon session start [--name N] [--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--allow HOST]... [-e NAME[=VALUE]]... [--readonly] [--timeout D] [--memory M] [--pids N] [--attach PATH]... [--audit FILE]
   cordon session stop NAME
   cordon session list
-  cordon exec NAME [--timeout D] [--cwd DIR] [--memory SIZE] [--detach] [--report FILE] [--json] -- CMD [ARG...]`
+  cordon session ps NAME          (the execs started with --detach: id, state, log, command)
+  cordon session kill NAME ID     (stop a detached exec and every process it started)
+  cordon exec NAME [--timeout D] [--cwd DIR] [--memory SIZE] [--detach] [--report FILE] [--json] [--sandbox] -- CMD [ARG...]`
 
 func sessionMain(args []string) int {
 	if len(args) == 0 {
@@ -47,6 +49,10 @@ func sessionMain(args []string) int {
 		return sessionStop(args[1:])
 	case "list", "ls":
 		return sessionList(args[1:])
+	case "ps":
+		return sessionPs(args[1:])
+	case "kill":
+		return sessionKill(args[1:])
 	case "-h", "--help", "help":
 		fmt.Fprintln(os.Stdout, sessionUsage)
 		return exitOK
@@ -199,5 +205,41 @@ func sessionList(args []string) int {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", i.Name, i.PID, started, i.Root, i.Config)
 	}
 	_ = tw.Flush()
+	return exitOK
+}
+
+func sessionPs(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: cordon session ps NAME")
+		return exitConfig
+	}
+	d, err := sessionDir()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		return exitSetup
+	}
+	text, err := d.Ps(args[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon session ps: %v\n", err)
+		return 1
+	}
+	fmt.Print(text)
+	return exitOK
+}
+
+func sessionKill(args []string) int {
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: cordon session kill NAME ID (cordon session ps NAME lists the ids)")
+		return exitConfig
+	}
+	d, err := sessionDir()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		return exitSetup
+	}
+	if err := d.Kill(args[0], args[1]); err != nil {
+		fmt.Fprintf(os.Stderr, "cordon session kill: %v\n", err)
+		return 1
+	}
 	return exitOK
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -122,7 +123,7 @@ func startSupervisor(name, overlayName string, sf *sandboxFlags, of *overrideFla
 			<-sigs
 			_ = sess.Close()
 		}()
-		srv := &session.Server{Session: sess}
+		srv := &session.Server{Session: sess, LogDir: filepath.Join(d.SessionDir(name), "detached")}
 		_ = srv.Serve(l)
 		if err := sess.Close(); err != nil {
 			return exitSetup

@@ -79,13 +79,13 @@ func TestWorkerWideningRefused(t *testing.T) {
 }
 
 // TestWorkerChainRun runs a two-level chain for real: the child sees only
-// its subtree, read-only, and the report carries the lineage.
+// its subtree, read-only, and the report carries the lineage (--sandbox).
 func TestWorkerChainRun(t *testing.T) {
 	testenv.RequireSandbox(t)
 	p := newProject(t)
 	report := filepath.Join(p.base, "report.json")
 	res := runCLI(t, p.base, "run", "--config", p.config, "--worker", p.worker("src"), "--worker", p.worker("ro"),
-		"--report", report, "--", "sh", "-c", "cat main.go; cat ../docs/brief.md; echo x > new.txt")
+		"--report", report, "--sandbox", "--", "sh", "-c", "cat main.go; cat ../docs/brief.md; echo x > new.txt")
 	if res.code == 0 {
 		t.Fatalf("the write in a read-only child succeeded\nstderr: %s", res.stderr)
 	}

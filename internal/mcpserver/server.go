@@ -37,6 +37,7 @@ type Server struct {
 	shellOn bool
 	mcp     *mcp.Server
 	desc    string
+	brief   string
 
 	sess sessions
 }
@@ -50,12 +51,13 @@ func New(opts Options) (*Server, error) {
 	files := opts.Sandbox.Files()
 	s := &Server{sandbox: opts.Sandbox, sb: opts.Sandbox.Spec(), files: files, table: files.Table(), shellOn: opts.Shell}
 	s.desc = Describe(s.sb, s.table)
+	s.brief = Brief(s.sb)
 	version := opts.Version
 	if version == "" {
 		version = "dev"
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Version: version}, &mcp.ServerOptions{
-		Instructions: "Every tool of this server runs inside one cordon sandbox.\n" + s.desc,
+		Instructions: "Every tool of this server runs inside one cordon sandbox. " + s.brief,
 	})
 	s.register()
 	return s, nil
@@ -71,9 +73,26 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	return s.mcp.Run(ctx, t)
 }
 
-// Description returns the statement of the sandbox that every tool
-// description ends with.
+// Description returns the whole statement of the sandbox, which the
+// sandbox tool returns.
 func (s *Server) Description() string { return s.desc }
+
+// Brief states a sandbox in a few lines, for the server's instructions: the
+// workspace, the network and the limits, and where the rest is (the
+// sandbox tool). The whole statement (Describe) lists every path, several
+// kilobytes that a client would carry in every request.
+func Brief(sb *spec.Sandbox) string {
+	ws := "there is no workspace: give absolute paths"
+	if sb.Root != "" {
+		ws = "the workspace is " + sb.Root + " (relative paths are relative to it)"
+		if sb.Readonly {
+			ws += ", read-only"
+		}
+	}
+	return fmt.Sprintf("In it %s; network: %s; limits: %s. Paths outside what it shows do not exist; some are "+
+		"denied (invisible) or protected (read-only). Call the sandbox tool once for every readable, writable, denied "+
+		"and protected path before guessing.", ws, networkText(sb.Network), sb.Limits)
+}
 
 // Describe states a sandbox for a model: the readable and writable roots,
 // what is denied and protected, the network, the limits and the worker
@@ -140,21 +159,26 @@ type ListInput struct {
 func (s *Server) register() {
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "read",
-		Description: "Read a text file inside the sandbox. Long files are cut, and the cut is marked.\n\n" + s.desc,
+		Description: "Read a text file inside the sandbox. Long files are cut, and the cut is marked.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, s.read)
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name: "write",
 		Description: "Create or replace a file inside the sandbox with the given content (atomically; missing " +
-			"folders are created). Only writable paths can be written.\n\n" + s.desc,
+			"folders are created). Only writable paths can be written (the sandbox tool lists them).",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true},
 	}, s.write)
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name: "list_files",
 		Description: "List the paths under a directory inside the sandbox whose path relative to it matches a " +
-			"glob (* within one level, ** across levels). Denied paths are never listed; a long listing is cut and the cut is marked.\n\n" + s.desc,
+			"glob (* within one level, ** across levels). Denied paths are never listed; a long listing is cut and the cut is marked.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, s.list)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "sandbox",
+		Description: "State the sandbox every tool runs in: each readable and writable path, what is denied and protected, the network, the limits.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
+	}, s.describe)
 	if s.shellOn {
 		mcp.AddTool(s.mcp, &mcp.Tool{
 			Name:        "shell",
@@ -165,6 +189,13 @@ func (s *Server) register() {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// DescribeInput is the sandbox tool's input: nothing.
+type DescribeInput struct{}
+
+func (s *Server) describe(context.Context, *mcp.CallToolRequest, DescribeInput) (*mcp.CallToolResult, any, error) {
+	return textResult(s.desc), nil, nil
+}
 
 func (s *Server) read(_ context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, any, error) {
 	text, err := s.files.Read(in.Path, in.MaxChars)

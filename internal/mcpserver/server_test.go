@@ -160,8 +160,8 @@ func TestFileToolsHostileTranscript(t *testing.T) {
 	}
 }
 
-// TestToolDescriptionsStateTheSandbox checks that every tool says where it
-// runs: readable and writable roots, network and limits.
+// TestToolDescriptionsStateTheSandbox checks that the sandbox tool says
+// where every tool runs: readable and writable roots, network and limits.
 func TestToolDescriptionsStateTheSandbox(t *testing.T) {
 	f := newFixture(t, "")
 	cfg, err := spec.Load(f.config)
@@ -176,18 +176,19 @@ func TestToolDescriptionsStateTheSandbox(t *testing.T) {
 	var names []string
 	for _, tool := range res.Tools {
 		names = append(names, tool.Name)
-		for _, want := range []string{
-			"- readable: ", f.ws + " (rw)", "/usr (ro)", "- writable: ", f.ws + " (except " + f.ws + "/.git/hooks, " + f.ws + "/.git/config",
-			"- denied (invisible and unwritable): ", f.ws + "/.env", "/etc/shadow", "- network: off", "- limits: timeout=20s",
-		} {
-			if !strings.Contains(tool.Description, want) {
-				t.Errorf("tool %s: description lacks %q:\n%s", tool.Name, want, tool.Description)
-			}
+	}
+	desc, isErr := call(t, cs, "sandbox", nil)
+	for _, want := range []string{
+		"- readable: ", f.ws + " (rw)", "/usr (ro)", "- writable: ", f.ws + " (except " + f.ws + "/.git/hooks, " + f.ws + "/.git/config",
+		"- denied (invisible and unwritable): ", f.ws + "/.env", "/etc/shadow", "- network: off", "- limits: timeout=20s",
+	} {
+		if isErr || !strings.Contains(desc, want) {
+			t.Errorf("the sandbox tool's statement lacks %q:\n%s", want, desc)
 		}
 	}
 	sort.Strings(names)
-	if got := strings.Join(names, ","); got != "list_files,read,write" {
-		t.Errorf("tools without a runner = %s, want list_files,read,write", got)
+	if got := strings.Join(names, ","); got != "list_files,read,sandbox,write" {
+		t.Errorf("tools without a runner = %s, want list_files,read,sandbox,write", got)
 	}
 }
 

@@ -42,6 +42,10 @@ type ShellOutput struct {
 	DurationMS    int64  `json:"duration_ms"`
 	// Allowed states what the sandbox allows, when it caused the failure.
 	Allowed string `json:"allowed,omitempty"`
+	// Denials lists the calls the sandbox refused, from cordon's own
+	// record, even when the command exited 0; DenialCount counts them all.
+	Denials     []cordon.DeniedCall `json:"denials,omitempty"`
+	DenialCount int                 `json:"denial_count,omitempty"`
 }
 
 func (s *Server) maxTimeout() time.Duration { return s.sb.Limits.Timeout }
@@ -52,13 +56,12 @@ func (s *Server) shellDescription() string {
 	if def <= 0 {
 		limit = fmt.Sprintf("timeout: optional, in seconds (default %g)", DefaultShellTimeout.Seconds())
 	}
-	return "Run a shell command inside the sandbox: /bin/sh -c COMMAND, in the workspace, with no stdin. " + limit + ". " +
-		"Commands of one connection run in one warm sandbox: files (the workspace, /tmp) persist between calls; " +
-		"environment variables, the working directory and background processes do not (everything a command " +
-		"started is killed when it ends). " +
-		fmt.Sprintf("Returns stdout and stderr (each at most %d characters: the head and the tail of a longer stream, with the cut marked), the exit code and the "+
-			"failure type: none, process_error (the command failed), sandbox_denied (the sandbox refused something; "+
-			"the result says what is allowed), timeout, oom or setup_error.\n\n", MaxOutputChars) + s.desc
+	return "Run /bin/sh -c COMMAND inside the sandbox, in the workspace, with no stdin. " + limit + ". " +
+		"Calls share one warm sandbox: files (the workspace, /tmp) persist; environment, working directory and " +
+		"background processes do not. " +
+		fmt.Sprintf("Returns stdout and stderr (at most %d characters each; a cut is marked), the exit code, the "+
+			"failure type (none, process_error, sandbox_denied: the result says what is allowed, timeout, oom, "+
+			"setup_error) and every call the sandbox refused, even when the command exited 0.", MaxOutputChars)
 }
 
 // timeout returns the run's timeout for the asked seconds (0: default).
@@ -108,6 +111,7 @@ func (s *Server) shell(ctx context.Context, call *mcp.CallToolRequest, in ShellI
 		ExitCode: res.ExitCode, FailureType: string(res.FailureType), FailureDetail: res.FailureDetail,
 		BlockedPath: res.BlockedPath, DurationMS: res.DurationMS,
 		Stdout: stdout.text("stdout"), Stderr: stderr.text("stderr"),
+		Denials: res.Denials, DenialCount: res.DenialCount,
 	}
 	if res.FailureType == cordon.FailureSandboxDenied && !strings.Contains(res.FailureDetail, "writable: ") && !strings.Contains(res.FailureDetail, "readable: ") {
 		// A denial whose detail already says what IS allowed is not
@@ -153,6 +157,16 @@ func formatShell(o ShellOutput) string {
 		fmt.Fprintf(&b, "%s:\n%s", st.name, st.text)
 		if !strings.HasSuffix(st.text, "\n") {
 			b.WriteByte('\n')
+		}
+	}
+	if len(o.Denials) > 0 {
+		fmt.Fprintf(&b, "refused by the sandbox (%d calls", o.DenialCount)
+		if o.DenialCount > len(o.Denials) {
+			fmt.Fprintf(&b, ", %d distinct listed", len(o.Denials))
+		}
+		b.WriteString("):\n")
+		for _, d := range o.Denials {
+			fmt.Fprintf(&b, "- %s %s: %s\n", d.Op, d.Path, d.Rule)
 		}
 	}
 	if o.Allowed != "" {

@@ -58,15 +58,16 @@ func TestStdioHostileTranscript(t *testing.T) {
 	var names []string
 	for _, tool := range tools.Tools {
 		names = append(names, tool.Name)
-		for _, want := range []string{"- readable: ", f.ws + " (rw)", "- writable: ", "- network: off", "- limits: timeout=20s"} {
-			if !strings.Contains(tool.Description, want) {
-				t.Errorf("tool %s: description lacks %q", tool.Name, want)
-			}
+	}
+	desc, _ := call(t, cs, "sandbox", nil)
+	for _, want := range []string{"- readable: ", f.ws + " (rw)", "- writable: ", "- network: off", "- limits: timeout=20s"} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("the sandbox tool's statement lacks %q", want)
 		}
 	}
 	sort.Strings(names)
-	if got := strings.Join(names, ","); got != "list_files,read,shell,write" {
-		t.Fatalf("tools = %s, want list_files,read,shell,write", got)
+	if got := strings.Join(names, ","); got != "list_files,read,sandbox,shell,write" {
+		t.Fatalf("tools = %s, want list_files,read,sandbox,shell,write", got)
 	}
 
 	before := treeHash(t, f.base)
@@ -219,15 +220,10 @@ func TestStdioWorkerAttachment(t *testing.T) {
 	cs := startCordonMCP(t, f.ws, "--config", f.config, "--worker", worker, "--attach", "README.md")
 	readme := filepath.Join(f.ws, "README.md")
 
-	tools, err := cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tool := range tools.Tools {
-		for _, want := range []string{"- worker chain: summarizer", readme + " (ro)", "- writable: nothing", "there is no workspace"} {
-			if !strings.Contains(tool.Description, want) {
-				t.Errorf("tool %s: description lacks %q:\n%s", tool.Name, want, tool.Description)
-			}
+	desc, _ := call(t, cs, "sandbox", nil)
+	for _, want := range []string{"- worker chain: summarizer", readme + " (ro)", "- writable: nothing", "there is no workspace"} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("the sandbox tool's statement lacks %q:\n%s", want, desc)
 		}
 	}
 	if text, isErr := call(t, cs, "read", map[string]any{"path": readme}); isErr || text != "# project\n" {

@@ -109,7 +109,9 @@ func (d *Dir) Claim(name string) (release func(), err error) {
 	for _, n := range []string{"sock", "info.json", "info.json.tmp"} {
 		_ = os.Remove(filepath.Join(sd, n))
 	}
+	_ = os.RemoveAll(filepath.Join(sd, "detached"))
 	return func() {
+		_ = os.RemoveAll(filepath.Join(sd, "detached"))
 		for _, n := range []string{"sock", "info.json", "info.json.tmp", "lock"} {
 			_ = os.Remove(filepath.Join(sd, n))
 		}

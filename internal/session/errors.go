@@ -13,6 +13,8 @@ var (
 	// ErrNotSupervisor marks a session socket served by a process that is
 	// not the session's supervisor: nothing is sent to it.
 	ErrNotSupervisor = errors.New("the session's socket is not served by its supervisor")
+	// ErrNoDetached marks an id that names no detached exec of the session.
+	ErrNoDetached = errors.New("no such detached exec")
 	// ErrProtocol marks a malformed message on a session socket.
 	ErrProtocol = errors.New("session protocol error")
 	// ErrUnsupported is returned where named sessions are not available

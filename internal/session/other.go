@@ -16,6 +16,12 @@ func CheckName(string) error { return ErrUnsupported }
 // Stop returns ErrUnsupported off Linux.
 func (d *Dir) Stop(string) error { return ErrUnsupported }
 
+// Ps returns ErrUnsupported off Linux.
+func (d *Dir) Ps(string) (string, error) { return "", ErrUnsupported }
+
+// Kill returns ErrUnsupported off Linux.
+func (d *Dir) Kill(string, string) error { return ErrUnsupported }
+
 // Info describes a running named session.
 type Info struct {
 	Name    string

@@ -25,6 +25,8 @@ const (
 	version     = 1
 	reqExec     = 1
 	reqStop     = 2
+	reqPs       = 3
+	reqKill     = 4
 	reqHeader   = 32
 	respHeader  = 24
 	sigFrame    = 8

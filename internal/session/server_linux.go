@@ -28,8 +28,11 @@ import (
 type Server struct {
 	// Session runs the execs and records each in the audit log.
 	Session *cordon.Session
+	// LogDir holds the output of detached execs (ID.log); "" discards it.
+	LogDir string
 
-	wg sync.WaitGroup
+	wg  sync.WaitGroup
+	det detachedSet
 }
 
 // Serve accepts clients on l until the session is gone; it then closes l
@@ -92,6 +95,13 @@ func (s *Server) handle(c *net.UnixConn) error {
 		}
 		_, werr := c.Write(encodeResponse(code, msg, nil))
 		return werr
+	case reqPs:
+		_, err := c.Write(encodeResponse(0, s.ps(), nil))
+		return err
+	case reqKill:
+		code, msg := s.kill(req.opts["id"])
+		_, err := c.Write(encodeResponse(code, msg, nil))
+		return err
 	case reqExec:
 		if len(files) != 3 {
 			_, _ = c.Write(encodeResponse(cordon.ExitSetupError, "cordon: an exec request must carry stdin, stdout and stderr\n", nil))
@@ -121,11 +131,7 @@ func (s *Server) exec(c *net.UnixConn, req *request, files []*os.File) (int, str
 	if err != nil {
 		return 2, err.Error() + "\n", nil
 	}
-	opts := []cordon.RunOption{cordon.Env(req.env), cordon.Dir(dir),
-		cordon.Stdin(files[0]), cordon.Stdout(files[1]), cordon.Stderr(files[2])}
-	if req.opts["detach"] == "1" {
-		opts = append(opts, cordon.Detach())
-	}
+	opts := []cordon.RunOption{cordon.Env(req.env), cordon.Dir(dir)}
 	if t := req.opts["timeout"]; t != "" {
 		d, err := time.ParseDuration(t)
 		if err != nil || d <= 0 {
@@ -140,6 +146,10 @@ func (s *Server) exec(c *net.UnixConn, req *request, files []*os.File) (int, str
 		}
 		opts = append(opts, cordon.ExecMemory(n))
 	}
+	if req.opts["detach"] == "1" {
+		return s.startDetached(req, opts, files[1])
+	}
+	opts = append(opts, cordon.Stdin(files[0]), cordon.Stdout(files[1]), cordon.Stderr(files[2]))
 	var size atomic.Uint32
 	if req.opts["tty"] == "1" {
 		cols, _ := strconv.ParseUint(req.opts["cols"], 10, 16)
@@ -177,6 +187,9 @@ func (s *Server) exec(c *net.UnixConn, req *request, files []*os.File) (int, str
 	}
 	if req.opts["report"] != "1" {
 		return code, msg, nil // the client wants no report (no --report, no --json)
+	}
+	if req.opts["sandbox"] != "1" {
+		res.Sandbox = nil // the client did not ask for it (--sandbox)
 	}
 	report, _ := json.MarshalIndent(res, "", "  ")
 	return code, msg, append(report, '\n')
