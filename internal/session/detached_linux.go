@@ -16,7 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon"
-	"github.com/cordon-run/cordon/runner"
 )
 
 // `cordon exec --detach` returns as soon as the command started, as
@@ -67,14 +66,14 @@ func (s *Server) startDetached(req *request, opts []cordon.RunOption, out *os.Fi
 	logf, err := s.detachedLog(d.id)
 	if err != nil {
 		s.drop(d.id)
-		return runner.ExitSetupError, fmt.Sprintf("cordon exec --detach: the log file: %v\n", err), nil
+		return cordon.ExitSetupError, fmt.Sprintf("cordon exec --detach: the log file: %v\n", err), nil
 	}
 	d.log = logf.Name()
 	devNull, err := os.Open(os.DevNull)
 	if err != nil {
 		logf.Close()
 		s.drop(d.id)
-		return runner.ExitSetupError, fmt.Sprintf("cordon exec --detach: %v\n", err), nil
+		return cordon.ExitSetupError, fmt.Sprintf("cordon exec --detach: %v\n", err), nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
@@ -87,7 +86,7 @@ func (s *Server) startDetached(req *request, opts []cordon.RunOption, out *os.Fi
 		defer logf.Close()
 		res, err := s.Session.Exec(ctx, req.argv, opts...)
 		if err != nil && res.FailureDetail == "" {
-			res = cordon.Result{ExitCode: runner.ExitSetupError, FailureType: cordon.FailureSetupError, FailureDetail: err.Error()}
+			res = cordon.Result{ExitCode: cordon.ExitSetupError, FailureType: cordon.FailureSetupError, FailureDetail: err.Error()}
 		}
 		d.res = res
 		close(d.done)
