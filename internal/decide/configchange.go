@@ -62,13 +62,13 @@ func GitConfigChange(old, data []byte, cfg string, resolve Resolver) error {
 	}
 	seen := map[string]int{}
 	for _, e := range was {
-		seen[e.key+"\x00"+e.val]++
+		seen[entryID(e)]++
 	}
 	for _, e := range now {
 		if !changeKeys[e.pattern] {
 			continue
 		}
-		if k := e.key + "\x00" + e.val; seen[k] > 0 {
+		if k := entryID(e); seen[k] > 0 {
 			seen[k]--
 			continue
 		}
@@ -89,14 +89,14 @@ func GitConfigChange(old, data []byte, cfg string, resolve Resolver) error {
 // hold with that value: where it resolves to the same directory as the old
 // one's, or, in a submodule's gitdir, where Worktree takes it.
 func changedWorktree(e configEntry, was []configEntry, cfg string, resolve Resolver) error {
-	val := strings.Trim(e.val, "\"")
+	val := e.val
 	if resolve != nil && !dotDotAfterName(val) {
 		newAt, nerr := resolve(fromConfig(cfg, val))
 		for _, o := range was {
 			if o.pattern != "core.worktree" || nerr != nil {
 				continue
 			}
-			ov := strings.Trim(o.val, "\"")
+			ov := o.val
 			if dotDotAfterName(ov) {
 				continue
 			}
@@ -121,4 +121,10 @@ func fromConfig(cfg, val string) string {
 		return val
 	}
 	return path.Dir(cfg) + "/" + val
+}
+
+// entryID names an entry by what git reads of it: its key, its value, and
+// whether it has one.
+func entryID(e configEntry) string {
+	return fmt.Sprintf("%s\x00%s\x00%v", e.key, e.val, e.bare)
 }
