@@ -18,7 +18,10 @@ import (
 // trailing vertical tab or no-break space (git keeps both: another
 // directory, which no rule protects), a submodule's core.worktree whose
 // `."."` git reads as `..` (into the superproject's .git/hooks), and a
-// URL whose quotes hide ext:: are refused with the config's path; the
+// URL whose quotes hide ext:: are refused with the config's path, and so
+// is a submodule's core.worktree in a protected directory (the host's
+// next `git submodule update` would write the submodule's files into its
+// hooks path) or at the superproject's root; the
 // configs stay as they were, and the host's next commit and submodule
 // status run nothing. Root, and rootless in hack/test-rootless.sh.
 func TestIntegrationGitConfigReadAsGit(t *testing.T) {
@@ -53,6 +56,8 @@ func TestIntegrationGitConfigReadAsGit(t *testing.T) {
 			"printf '[core]\\n\\thooksPath = evil\\n' > \"$(printf '.git/local.inc\\302\\240')\" && d=evil && mkdir evil && " + hook},
 		{"a submodule's core.worktree whose quoted dots git reads as ..", modCfg, "worktree = ../../../lib\n", "worktree = ../../../lib/.\".\"/.g\"i\"t/hooks\n",
 			"mkdir -p 'lib/.\".\"/.g\"i\"t/hooks' && ", ""},
+		{"a submodule's core.worktree in the protected hooks path", modCfg, "worktree = ../../../lib\n", "worktree = ../../../.husky\n", "", ""},
+		{"a submodule's core.worktree at the superproject's root", modCfg, "worktree = ../../../lib\n", "worktree = ../../..\n", "", ""},
 		{"a submodule URL whose quotes hide ext::", cfg, "[include]", "[submodule \"x\"]\n\turl = \"e\"xt::sh -c touch% " + mark + "\n[include]", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -59,14 +59,15 @@ type configEntry struct {
 // GitConfig parses the git config that is to be at the sandbox path cfg
 // and refuses anything it cannot read or any key off the list (and a
 // remote URL with a command transport). A core.worktree is decided by
-// Worktree, on the writer's resolution of it (nil refuses it).
-func GitConfig(data []byte, cfg string, resolve Resolver) error {
+// Worktree, on the writer's resolution of it (r.Resolve; nil refuses it),
+// and must lie where no rule of r guards.
+func GitConfig(data []byte, cfg string, r Rules) error {
 	entries, err := parseConfig(data)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
-		if err := safeEntry(e, cfg, resolve); err != nil {
+		if err := safeEntry(e, cfg, r); err != nil {
 			return err
 		}
 	}
@@ -78,7 +79,7 @@ func GitConfig(data []byte, cfg string, resolve Resolver) error {
 var submoduleUpdate = map[string]bool{"checkout": true, "rebase": true, "merge": true, "none": true}
 
 // safeEntry decides one key a config from the sandbox sets.
-func safeEntry(e configEntry, cfg string, resolve Resolver) error {
+func safeEntry(e configEntry, cfg string, r Rules) error {
 	if !safeGitKeys[e.pattern] {
 		return fmt.Errorf("line %d: %s is not a key a config may set from the sandbox; it may set only %s", e.line, e.pattern, safeKeyList())
 	}
@@ -89,7 +90,7 @@ func safeEntry(e configEntry, cfg string, resolve Resolver) error {
 	case e.pattern == "submodule.*.update" && !submoduleUpdate[e.val]:
 		return fmt.Errorf("line %d: submodule.NAME.update %s: only checkout, rebase, merge or none (a \"!command\" runs it)", e.line, e.val)
 	case e.pattern == "core.worktree":
-		if err := Worktree(e.val, cfg, resolve); err != nil {
+		if err := worktreeIn(r, e.val, cfg); err != nil {
 			return fmt.Errorf("line %d: %w", e.line, err)
 		}
 	}

@@ -26,11 +26,12 @@ const ChangeKeys = "submodule.NAME.url, submodule.NAME.active, submodule.NAME.up
 // GitConfigChange decides data, the new content of the existing git config
 // at the sandbox path cfg whose content is old: only keys of changeKeys
 // may differ, each new value decided as GitConfig decides it, and a
-// changed core.worktree must resolve (by resolve, as the kernel does) to
+// changed core.worktree must resolve (by r.Resolve, as the kernel does) to
 // the directory the old one did, or, in a submodule's gitdir
-// (.git/modules/NAME/config), lie where Worktree takes it. An old config
+// (.git/modules/NAME/config), lie where Worktree takes it and no rule of
+// r guards, and not be the superproject's checkout itself. An old config
 // this package cannot read is never changed.
-func GitConfigChange(old, data []byte, cfg string, resolve Resolver) error {
+func GitConfigChange(old, data []byte, cfg string, r Rules) error {
 	was, err := parseConfig(old)
 	if err != nil {
 		return fmt.Errorf("the repository's config has a form cordon does not decide (%w): change it on the host", err)
@@ -73,12 +74,12 @@ func GitConfigChange(old, data []byte, cfg string, resolve Resolver) error {
 			continue
 		}
 		if e.pattern == "core.worktree" {
-			if err := changedWorktree(e, was, cfg, resolve); err != nil {
+			if err := changedWorktree(e, was, cfg, r); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := safeEntry(e, cfg, resolve); err != nil {
+		if err := safeEntry(e, cfg, r); err != nil {
 			return err
 		}
 	}
@@ -88,8 +89,8 @@ func GitConfigChange(old, data []byte, cfg string, resolve Resolver) error {
 // changedWorktree decides a core.worktree e that the old config did not
 // hold with that value: where it resolves to the same directory as the old
 // one's, or, in a submodule's gitdir, where Worktree takes it.
-func changedWorktree(e configEntry, was []configEntry, cfg string, resolve Resolver) error {
-	val := e.val
+func changedWorktree(e configEntry, was []configEntry, cfg string, r Rules) error {
+	val, resolve := e.val, r.Resolve
 	if resolve != nil && !dotDotAfterName(val) {
 		newAt, nerr := resolve(fromConfig(cfg, val))
 		for _, o := range was {
@@ -108,7 +109,7 @@ func changedWorktree(e configEntry, was []configEntry, cfg string, resolve Resol
 	if !strings.Contains(cfg, "/.git/modules/") {
 		return fmt.Errorf("line %d: core.worktree %s: a repository's own config keeps its core.worktree (only a submodule's, in .git/modules/NAME/config, is set from the sandbox)", e.line, val)
 	}
-	if err := Worktree(val, cfg, resolve); err != nil {
+	if err := worktreeIn(r, val, cfg); err != nil {
 		return fmt.Errorf("line %d: %w", e.line, err)
 	}
 	return nil

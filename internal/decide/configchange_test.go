@@ -36,12 +36,22 @@ func cleanAbs(p string) string {
 	return "/" + strings.Join(out, "/")
 }
 
+// guard is a writer's rules that protect /w/.githooks and /w/.vscode.
+func guard(p string) string {
+	for _, g := range []string{"/w/.githooks", "/w/.vscode"} {
+		if p == g || strings.HasPrefix(p, g+"/") {
+			return "protect " + g
+		}
+	}
+	return ""
+}
+
 func TestGitConfigChange(t *testing.T) {
 	const host = "[core]\n\trepositoryformatversion = 0\n\thooksPath = .githooks\n[alias]\n\tst = status\n[remote \"origin\"]\n\turl = /src/app\n"
 	const sub = "[submodule \"lib\"]\n\tactive = true\n\turl = /src/lib\n"
 	const mod = "[core]\n\tbare = false\n\tworktree = ../../../lib\n"
 	res := dirResolver("/w", "/w/lib", "/w/.git", "/w/.git/modules", "/w/.git/modules/lib", "/elsewhere",
-		"/w/lib/.\".\"", "/w/lib/.\".\"/.g\"i\"t", "/w/lib/.\".\"/.g\"i\"t/hooks", "/w/.git/hooks")
+		"/w/lib/.\".\"", "/w/lib/.\".\"/.g\"i\"t", "/w/lib/.\".\"/.g\"i\"t/hooks", "/w/.git/hooks", "/w/.githooks", "/w/.vscode", "/w/src")
 	for _, tc := range []struct {
 		name, cfg, old, new string
 		ok                  bool
@@ -78,6 +88,10 @@ func TestGitConfigChange(t *testing.T) {
 		{"a continued value takes the next line, as git reads it", "/w/.git/config", host, host + "[submodule \"lib\"]\n\turl = x\\\n[core]\n", true},
 		{"a NUL ending the value for git", "/w/.git/config", host, host + "[submodule \"lib\"]\n\turl = /src\x00ext::sh\n", false},
 		{"worktree of a submodule whose quoted dots git reads as ..", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "../../../lib/.\".\"/.g\"i\"t/hooks", 1), false},
+		{"worktree of a submodule into the protected hooks path", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "../../../.githooks", 1), false},
+		{"worktree of a submodule into protected editor settings", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "/w/.vscode", 1), false},
+		{"worktree of a submodule at the superproject's root", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "../../..", 1), false},
+		{"worktree of a submodule to another directory of the checkout", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "/w/src", 1), true},
 		{"worktree quoted, the same directory", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "\"../../../lib\"", 1), true},
 		{"worktree rewritten, same value", "/w/.git/modules/lib/config", mod, mod, true},
 		{"worktree rewritten, same directory", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "/w/lib", 1), true},
@@ -87,7 +101,7 @@ func TestGitConfigChange(t *testing.T) {
 		{"worktree of a repository set", "/w/.git/config", host, host + "[core]\n\tworktree = /w/lib\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := GitConfigChange([]byte(tc.old), []byte(tc.new), tc.cfg, res)
+			err := GitConfigChange([]byte(tc.old), []byte(tc.new), tc.cfg, Rules{Resolve: res, Refuse: guard})
 			if (err == nil) != tc.ok {
 				t.Errorf("GitConfigChange = %v, want ok %v", err, tc.ok)
 			}
