@@ -19,9 +19,10 @@ import (
 // directory, which no rule protects), a submodule's core.worktree whose
 // `."."` git reads as `..` (into the superproject's .git/hooks), and a
 // URL whose quotes hide ext:: are refused with the config's path, and so
-// is a submodule's core.worktree in a protected directory (the host's
-// next `git submodule update` would write the submodule's files into its
-// hooks path) or at the superproject's root; the
+// is a submodule's core.worktree moved anywhere else (into the protected
+// hooks path, where the host's next `git submodule update` would write
+// the submodule's files; to the superproject's root; to a directory where
+// a relative hooksPath names hooks nothing protects); the
 // configs stay as they were, and the host's next commit and submodule
 // status run nothing. Root, and rootless in hack/test-rootless.sh.
 func TestIntegrationGitConfigReadAsGit(t *testing.T) {
@@ -58,6 +59,8 @@ func TestIntegrationGitConfigReadAsGit(t *testing.T) {
 			"mkdir -p 'lib/.\".\"/.g\"i\"t/hooks' && ", ""},
 		{"a submodule's core.worktree in the protected hooks path", modCfg, "worktree = ../../../lib\n", "worktree = ../../../.husky\n", "", ""},
 		{"a submodule's core.worktree at the superproject's root", modCfg, "worktree = ../../../lib\n", "worktree = ../../..\n", "", ""},
+		{"a submodule's core.worktree moved to another directory", modCfg, "worktree = ../../../lib\n", "worktree = ../../../src\n",
+			"mkdir -p src/.husky && ", ""},
 		{"a submodule URL whose quotes hide ext::", cfg, "[include]", "[submodule \"x\"]\n\turl = \"e\"xt::sh -c touch% " + mark + "\n[include]", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,9 +27,9 @@ const ChangeKeys = "submodule.NAME.url, submodule.NAME.active, submodule.NAME.up
 // at the sandbox path cfg whose content is old: only keys of changeKeys
 // may differ, each new value decided as GitConfig decides it, and a
 // changed core.worktree must resolve (by r.Resolve, as the kernel does) to
-// the directory the old one did, or, in a submodule's gitdir
-// (.git/modules/NAME/config), lie where Worktree takes it and no rule of
-// r guards, and not be the superproject's checkout itself. An old config
+// the directory the old one did (a repository's, or a submodule's in
+// .git/modules/NAME/config: a relative core.hooksPath is taken from the
+// work tree, so a new one could name hooks nothing protects). An old config
 // this package cannot read is never changed.
 func GitConfigChange(old, data []byte, cfg string, r Rules) error {
 	was, err := parseConfig(old)
@@ -87,8 +87,8 @@ func GitConfigChange(old, data []byte, cfg string, r Rules) error {
 }
 
 // changedWorktree decides a core.worktree e that the old config did not
-// hold with that value: where it resolves to the same directory as the old
-// one's, or, in a submodule's gitdir, where Worktree takes it.
+// hold with that value: only where it resolves to the same directory as
+// the old one's.
 func changedWorktree(e configEntry, was []configEntry, cfg string, r Rules) error {
 	val, resolve := e.val, r.Resolve
 	if resolve != nil && !dotDotAfterName(val) {
@@ -106,13 +106,11 @@ func changedWorktree(e configEntry, was []configEntry, cfg string, r Rules) erro
 			}
 		}
 	}
-	if !strings.Contains(cfg, "/.git/modules/") {
-		return fmt.Errorf("line %d: core.worktree %s: a repository's own config keeps its core.worktree (only a submodule's, in .git/modules/NAME/config, is set from the sandbox)", e.line, val)
-	}
-	if err := worktreeIn(r, val, cfg); err != nil {
-		return fmt.Errorf("line %d: %w", e.line, err)
-	}
-	return nil
+	// A host's submodule keeps its work tree: moved to another directory
+	// of the checkout, the hooks of a relative core.hooksPath (the host's
+	// global one, or the submodule's) would be taken from there, where
+	// nothing was protected when the run started.
+	return fmt.Errorf("line %d: core.worktree %s: an existing repository's config keeps its core.worktree where it leads (git submodule rewrites it to the same directory); move a submodule on the host", e.line, val)
 }
 
 // fromConfig is where git takes the core.worktree val of the config cfg:

@@ -15,11 +15,11 @@ import (
 // value's trailing vertical tab or no-break space is part of it), reads a
 // tab between words as a space (refused here: git writes \t), strips
 // the quotes anywhere in a value (`."."` is `..`), ends a value at an
-// unquoted `#` or `;`, takes `\"`, `\\`, `\t`, `\n` and `\b` as escapes
-// and a backslash before the line's end as a continuation, and takes a
-// key on the same line as its section header. A form git refuses, or one
-// that git reads differently from how it is written here (a NUL, a byte
-// order mark, the old [section.subsection] form), is refused.
+// unquoted `#` or `;`, takes `\"`, `\\`, `\t`, `\n` and `\b` as escapes,
+// and takes a key on the same line as its section header. A form git
+// refuses, or one that a reader of cordon's or some git could read
+// otherwise (a NUL, a byte order mark, the old [section.subsection] form,
+// a value continued on the next line), is refused.
 
 // errConfigForm is a config git would not read, or not as this package does.
 var errConfigForm = errors.New("a form of git config cordon does not decide")
@@ -241,7 +241,10 @@ func (r *configReader) value() (string, error) {
 		case '\\':
 			switch e := r.next(); e {
 			case '\n':
-				continue
+				// git joins the next line; spec's reading of the host's
+				// configs (gitEntries) is line by line, so both readers
+				// could not agree.
+				return "", fmt.Errorf("a value continued on the next line: %w", errConfigForm)
 			case 't':
 				c = '\t'
 			case 'b':
