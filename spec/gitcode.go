@@ -262,7 +262,7 @@ func gitEntries(cfg string) []gitEntry {
 	section, sub := "", false
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+		line := strings.Trim(sc.Text(), gitSpace)
 		if line == "" || line[0] == '#' || line[0] == ';' {
 			continue
 		}
@@ -271,34 +271,57 @@ func gitEntries(cfg string) []gitEntry {
 			if end < 0 {
 				continue
 			}
-			name, _, hasSub := strings.Cut(strings.TrimSpace(line[1:end]), " ")
+			name, _, hasSub := strings.Cut(strings.Trim(line[1:end], gitSpace), " ")
 			section, sub = strings.ToLower(name), hasSub
 			if dot := strings.IndexByte(section, '.'); dot >= 0 {
 				section, sub = section[:dot], true // [section.sub]
 			}
-			line = strings.TrimSpace(line[end+1:])
+			line = strings.Trim(line[end+1:], gitSpace)
 			if line == "" {
 				continue
 			}
 		}
 		key, val, _ := strings.Cut(line, "=")
-		key = strings.ToLower(strings.TrimSpace(key))
+		key = strings.ToLower(strings.Trim(key, gitSpace))
 		full := section + "." + key
 		if sub {
 			full = section + ".*." + key
 		}
-		out = append(out, gitEntry{key: full, val: gitValue(strings.TrimSpace(val))})
+		out = append(out, gitEntry{key: full, val: gitValue(strings.Trim(val, gitSpace))})
 	}
 	return out
 }
 
+// gitSpace is the white space git trims (its isspace): a vertical tab, a
+// form feed or a no-break space is part of a value to git, so a value
+// given one names another place.
+const gitSpace = " \t\r\n"
+
 // gitValue unquotes a config value as git does: double quotes removed,
-// \" \\ \t \n unescaped, a # or ; outside quotes starting a comment.
+// \" \\ \t \n \b unescaped, a # or ; outside quotes starting a comment.
+// (package decide reads a config from the sandbox with git's own parser,
+// and refuses what this reading and git's could disagree on.)
 func gitValue(v string) string {
-	var b strings.Builder
-	quoted := false
+	var b []byte
+	quoted, trim := false, -1
 	for i := 0; i < len(v); i++ {
 		c := v[i]
+		switch {
+		case !quoted && strings.IndexByte(gitSpace, c) >= 0:
+			// Trailing white space outside quotes is trimmed, quoted
+			// white space kept, as git's parse_value does.
+			if trim < 0 {
+				trim = len(b)
+			}
+			if len(b) > 0 {
+				b = append(b, ' ')
+			}
+			continue
+		case !quoted && (c == '#' || c == ';'):
+			i = len(v)
+			continue
+		}
+		trim = -1
 		switch {
 		case c == '"':
 			quoted = !quoted
@@ -306,19 +329,22 @@ func gitValue(v string) string {
 			i++
 			switch v[i] {
 			case 't':
-				b.WriteByte('\t')
+				b = append(b, '\t')
 			case 'n':
-				b.WriteByte('\n')
+				b = append(b, '\n')
+			case 'b':
+				b = append(b, '\b')
 			default:
-				b.WriteByte(v[i])
+				b = append(b, v[i])
 			}
-		case (c == '#' || c == ';') && !quoted:
-			return strings.TrimSpace(b.String())
 		default:
-			b.WriteByte(c)
+			b = append(b, c)
 		}
 	}
-	return strings.TrimSpace(b.String())
+	if trim >= 0 {
+		b = b[:trim]
+	}
+	return string(b)
 }
 
 // gitCodeTarget is a place a config entry names as code: a path, or a

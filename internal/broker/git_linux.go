@@ -66,13 +66,13 @@ func (b *Broker) renameGitConfig(op string, from, to loc) result {
 			err = unix.EFBIG
 		}
 		if err == nil {
-			err = decide.GitConfigChange(old, data, to.path, b.rootResolver())
+			err = decide.GitConfigChange(old, data, to.path, b.rules())
 		}
 		if err != nil {
 			b.deny(op, to.path, decide.ConfigRule+err.Error()+")")
 			return fail(unix.EACCES)
 		}
-	} else if err := decide.GitConfig(data, to.path, b.rootResolver()); err != nil {
+	} else if err := decide.GitConfig(data, to.path, b.rules()); err != nil {
 		b.deny(op, to.path, decide.ConfigRule+err.Error()+")")
 		return fail(unix.EACCES)
 	}

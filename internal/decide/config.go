@@ -1,8 +1,6 @@
 package decide
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"path"
 	"sort"
@@ -47,74 +45,29 @@ var safeGitKeys = map[string]bool{
 	"pull.rebase": true, "fetch.prune": true, "gc.auto": true, "index.version": true,
 }
 
-// configEntry is one key of a git config as written: pattern is
-// section.key or section.*.key (what safeGitKeys lists), key the same with
-// the subsection itself (section."sub".key), val the rest of the line
-// after "=", as written.
+// configEntry is one key of a git config as git reads it (parseConfig):
+// pattern is section.key or section.*.key (what safeGitKeys lists), key
+// the same with the subsection itself, quoted (section."sub".key), val
+// the value git passes on (its quotes and escapes undone, its comment and
+// outer spaces gone).
 type configEntry struct {
 	line              int
 	pattern, key, val string
 	bare              bool // no "=": a boolean true
 }
 
-// parseConfig reads data as git reads a config, refusing any form it does
-// not decide (a continued line, a header with more on its line, an
-// unquoted subsection, the old [section.subsection] form).
-func parseConfig(data []byte) ([]configEntry, error) {
-	var out []configEntry
-	section, subsection := "", ""
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), MaxConfig+1)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if strings.HasSuffix(line, "\\") {
-			return nil, fmt.Errorf("line %d: a continued line", n)
-		}
-		if line[0] == '[' {
-			end := strings.IndexByte(line, ']')
-			if end < 0 || strings.TrimSpace(line[end+1:]) != "" {
-				return nil, fmt.Errorf("line %d: a section header with more on its line", n)
-			}
-			name, rest, hasSub := strings.Cut(line[1:end], " ")
-			section, subsection = strings.ToLower(name), ""
-			if hasSub {
-				rest = strings.TrimSpace(rest)
-				if len(rest) < 2 || !strings.HasPrefix(rest, "\"") || !strings.HasSuffix(rest, "\"") {
-					return nil, fmt.Errorf("line %d: a subsection that is not quoted", n)
-				}
-				subsection = rest
-			}
-			if strings.Contains(section, ".") {
-				return nil, fmt.Errorf("line %d: the old [section.subsection] form", n)
-			}
-			continue
-		}
-		key, val, hasVal := strings.Cut(line, "=")
-		key = strings.ToLower(strings.TrimSpace(key))
-		e := configEntry{line: n, pattern: section + "." + key, key: section + "." + key, val: strings.TrimSpace(val), bare: !hasVal}
-		if subsection != "" {
-			e.pattern = section + ".*." + key
-			e.key = section + "." + subsection + "." + key
-		}
-		out = append(out, e)
-	}
-	return out, sc.Err()
-}
-
 // GitConfig parses the git config that is to be at the sandbox path cfg
 // and refuses anything it cannot read or any key off the list (and a
 // remote URL with a command transport). A core.worktree is decided by
-// Worktree, on the writer's resolution of it (nil refuses it).
-func GitConfig(data []byte, cfg string, resolve Resolver) error {
+// Worktree, on the writer's resolution of it (r.Resolve; nil refuses it),
+// and must lie where no rule of r guards.
+func GitConfig(data []byte, cfg string, r Rules) error {
 	entries, err := parseConfig(data)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
-		if err := safeEntry(e, cfg, resolve); err != nil {
+		if err := safeEntry(e, cfg, r); err != nil {
 			return err
 		}
 	}
@@ -126,18 +79,18 @@ func GitConfig(data []byte, cfg string, resolve Resolver) error {
 var submoduleUpdate = map[string]bool{"checkout": true, "rebase": true, "merge": true, "none": true}
 
 // safeEntry decides one key a config from the sandbox sets.
-func safeEntry(e configEntry, cfg string, resolve Resolver) error {
+func safeEntry(e configEntry, cfg string, r Rules) error {
 	if !safeGitKeys[e.pattern] {
 		return fmt.Errorf("line %d: %s is not a key a config may set from the sandbox; it may set only %s", e.line, e.pattern, safeKeyList())
 	}
-	v := strings.Trim(strings.ToLower(e.val), "\"")
+	v := strings.ToLower(e.val)
 	switch {
 	case strings.HasPrefix(v, "ext::") || strings.HasPrefix(v, "fd::"):
 		return fmt.Errorf("line %d: a remote URL with a command transport", e.line)
-	case e.pattern == "submodule.*.update" && !submoduleUpdate[v]:
+	case e.pattern == "submodule.*.update" && !submoduleUpdate[e.val]:
 		return fmt.Errorf("line %d: submodule.NAME.update %s: only checkout, rebase, merge or none (a \"!command\" runs it)", e.line, e.val)
 	case e.pattern == "core.worktree":
-		if err := Worktree(strings.Trim(e.val, "\""), cfg, resolve); err != nil {
+		if err := worktreeIn(r, e.val, cfg); err != nil {
 			return fmt.Errorf("line %d: %w", e.line, err)
 		}
 	}

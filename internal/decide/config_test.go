@@ -10,7 +10,7 @@ func refuseAll(string) (Resolved, error) { return Resolved{}, errors.New("no res
 
 func TestGitConfig(t *testing.T) {
 	ok := "[core]\n\trepositoryformatversion = 0\n\tbare = false\n[remote \"origin\"]\n\turl = /src/repo\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n"
-	if err := GitConfig([]byte(ok), "/w/c/.git/config", nil); err != nil {
+	if err := GitConfig([]byte(ok), "/w/c/.git/config", Rules{}); err != nil {
 		t.Fatalf("git clone's config refused: %v", err)
 	}
 	for _, bad := range []string{
@@ -20,7 +20,9 @@ func TestGitConfig(t *testing.T) {
 		"[include]\n\tpath = ../x\n",
 		"[includeIf \"gitdir:/\"]\n\tpath = x\n",
 		"[remote \"o\"]\n\turl = ext::sh -c x\n",
-		"[core]\n\tbare = \\\nfalse\n",
+		"[remote \"o\"]\n\turl = \"e\"xt::sh -c x\n",
+		"[remote \"o\"]\n\turl = \\\nfd::3\n",
+		"[core]\n\tbare = false\n[core]\tpager = x\n",
 		"[core] fsmonitor = x\n",
 		"[core.x]\n\tbare = false\n",
 		"[filter \"lfs\"]\n\tclean = x\n",
@@ -28,7 +30,7 @@ func TestGitConfig(t *testing.T) {
 		"[core]\n\tworktree = ../..\n",
 		"[core]\n\tworktree = hooks\n",
 	} {
-		if err := GitConfig([]byte(bad), "/w/c/.git/config", refuseAll); err == nil {
+		if err := GitConfig([]byte(bad), "/w/c/.git/config", Rules{Resolve: refuseAll}); err == nil {
 			t.Errorf("accepted %q", bad)
 		}
 	}

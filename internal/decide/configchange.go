@@ -26,11 +26,12 @@ const ChangeKeys = "submodule.NAME.url, submodule.NAME.active, submodule.NAME.up
 // GitConfigChange decides data, the new content of the existing git config
 // at the sandbox path cfg whose content is old: only keys of changeKeys
 // may differ, each new value decided as GitConfig decides it, and a
-// changed core.worktree must resolve (by resolve, as the kernel does) to
-// the directory the old one did, or, in a submodule's gitdir
-// (.git/modules/NAME/config), lie where Worktree takes it. An old config
+// changed core.worktree must resolve (by r.Resolve, as the kernel does) to
+// the directory the old one did (a repository's, or a submodule's in
+// .git/modules/NAME/config: a relative core.hooksPath is taken from the
+// work tree, so a new one could name hooks nothing protects). An old config
 // this package cannot read is never changed.
-func GitConfigChange(old, data []byte, cfg string, resolve Resolver) error {
+func GitConfigChange(old, data []byte, cfg string, r Rules) error {
 	was, err := parseConfig(old)
 	if err != nil {
 		return fmt.Errorf("the repository's config has a form cordon does not decide (%w): change it on the host", err)
@@ -62,23 +63,23 @@ func GitConfigChange(old, data []byte, cfg string, resolve Resolver) error {
 	}
 	seen := map[string]int{}
 	for _, e := range was {
-		seen[e.key+"\x00"+e.val]++
+		seen[entryID(e)]++
 	}
 	for _, e := range now {
 		if !changeKeys[e.pattern] {
 			continue
 		}
-		if k := e.key + "\x00" + e.val; seen[k] > 0 {
+		if k := entryID(e); seen[k] > 0 {
 			seen[k]--
 			continue
 		}
 		if e.pattern == "core.worktree" {
-			if err := changedWorktree(e, was, cfg, resolve); err != nil {
+			if err := changedWorktree(e, was, cfg, r); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := safeEntry(e, cfg, resolve); err != nil {
+		if err := safeEntry(e, cfg, r); err != nil {
 			return err
 		}
 	}
@@ -86,17 +87,17 @@ func GitConfigChange(old, data []byte, cfg string, resolve Resolver) error {
 }
 
 // changedWorktree decides a core.worktree e that the old config did not
-// hold with that value: where it resolves to the same directory as the old
-// one's, or, in a submodule's gitdir, where Worktree takes it.
-func changedWorktree(e configEntry, was []configEntry, cfg string, resolve Resolver) error {
-	val := strings.Trim(e.val, "\"")
+// hold with that value: only where it resolves to the same directory as
+// the old one's.
+func changedWorktree(e configEntry, was []configEntry, cfg string, r Rules) error {
+	val, resolve := e.val, r.Resolve
 	if resolve != nil && !dotDotAfterName(val) {
 		newAt, nerr := resolve(fromConfig(cfg, val))
 		for _, o := range was {
 			if o.pattern != "core.worktree" || nerr != nil {
 				continue
 			}
-			ov := strings.Trim(o.val, "\"")
+			ov := o.val
 			if dotDotAfterName(ov) {
 				continue
 			}
@@ -105,13 +106,11 @@ func changedWorktree(e configEntry, was []configEntry, cfg string, resolve Resol
 			}
 		}
 	}
-	if !strings.Contains(cfg, "/.git/modules/") {
-		return fmt.Errorf("line %d: core.worktree %s: a repository's own config keeps its core.worktree (only a submodule's, in .git/modules/NAME/config, is set from the sandbox)", e.line, val)
-	}
-	if err := Worktree(val, cfg, resolve); err != nil {
-		return fmt.Errorf("line %d: %w", e.line, err)
-	}
-	return nil
+	// A host's submodule keeps its work tree: moved to another directory
+	// of the checkout, the hooks of a relative core.hooksPath (the host's
+	// global one, or the submodule's) would be taken from there, where
+	// nothing was protected when the run started.
+	return fmt.Errorf("line %d: core.worktree %s: an existing repository's config keeps its core.worktree where it leads (git submodule rewrites it to the same directory); move a submodule on the host", e.line, val)
 }
 
 // fromConfig is where git takes the core.worktree val of the config cfg:
@@ -121,4 +120,10 @@ func fromConfig(cfg, val string) string {
 		return val
 	}
 	return path.Dir(cfg) + "/" + val
+}
+
+// entryID names an entry by what git reads of it: its key, its value, and
+// whether it has one.
+func entryID(e configEntry) string {
+	return fmt.Sprintf("%s\x00%s\x00%v", e.key, e.val, e.bare)
 }

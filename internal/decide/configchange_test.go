@@ -36,11 +36,22 @@ func cleanAbs(p string) string {
 	return "/" + strings.Join(out, "/")
 }
 
+// guard is a writer's rules that protect /w/.githooks and /w/.vscode.
+func guard(p string) string {
+	for _, g := range []string{"/w/.githooks", "/w/.vscode"} {
+		if p == g || strings.HasPrefix(p, g+"/") {
+			return "protect " + g
+		}
+	}
+	return ""
+}
+
 func TestGitConfigChange(t *testing.T) {
 	const host = "[core]\n\trepositoryformatversion = 0\n\thooksPath = .githooks\n[alias]\n\tst = status\n[remote \"origin\"]\n\turl = /src/app\n"
 	const sub = "[submodule \"lib\"]\n\tactive = true\n\turl = /src/lib\n"
 	const mod = "[core]\n\tbare = false\n\tworktree = ../../../lib\n"
-	res := dirResolver("/w", "/w/lib", "/w/.git", "/w/.git/modules", "/w/.git/modules/lib", "/elsewhere")
+	res := dirResolver("/w", "/w/lib", "/w/.git", "/w/.git/modules", "/w/.git/modules/lib", "/elsewhere",
+		"/w/lib/.\".\"", "/w/lib/.\".\"/.g\"i\"t", "/w/lib/.\".\"/.g\"i\"t/hooks", "/w/.git/hooks", "/w/.githooks", "/w/.vscode", "/w/src")
 	for _, tc := range []struct {
 		name, cfg, old, new string
 		ok                  bool
@@ -61,16 +72,36 @@ func TestGitConfigChange(t *testing.T) {
 		{"lines reordered", "/w/.git/config", "[core]\n\tpager = a\n\tpager = b\n", "[core]\n\tpager = b\n\tpager = a\n", false},
 		{"remote url changed", "/w/.git/config", host, strings.Replace(host, "/src/app", "/evil", 1), false},
 		{"a bare key made a value", "/w/.git/config", "[core]\n\tbare\n", "[core]\n\tbare = \n", false},
-		{"an old config cordon cannot read", "/w/.git/config", "[core] bare = false\n", "[core] bare = false\n" + sub, false},
+		{"an old config cordon cannot read", "/w/.git/config", "[core.x]\n\tbare = false\n", "[core.x]\n\tbare = false\n" + sub, false},
+		{"a key on its header's line, as git takes it", "/w/.git/config", "[core] bare = false\n", "[core] bare = false\n" + sub, true},
+		{"hooksPath given a trailing vertical tab", "/w/.git/config", host, strings.Replace(host, ".githooks", ".githooks\v", 1), false},
+		{"hooksPath given a trailing no-break space", "/w/.git/config", host, strings.Replace(host, ".githooks", ".githooks\u00a0", 1), false},
+		{"hooksPath given a leading form feed", "/w/.git/config", host, strings.Replace(host, ".githooks", "\f.githooks", 1), false},
+		{"hooksPath quoted, the same to git", "/w/.git/config", host, strings.Replace(host, ".githooks", "\".githooks\" # c", 1), true},
+		{"hooksPath split by quotes into another", "/w/.git/config", host, strings.Replace(host, ".githooks", "\".git\"hooks/x", 1), false},
+		{"hooksPath continued on the next line", "/w/.git/config", host, strings.Replace(host, ".githooks", ".git\\\nhooks", 1), false},
+		{"url with quotes hiding ext::", "/w/.git/config", host, host + "[submodule \"lib\"]\n\turl = \"e\"xt::sh -c x\n", false},
+		{"url with an escape hiding ext::", "/w/.git/config", host, host + "[submodule \"lib\"]\n\turl = \\\next::sh\n", false},
+		{"update with quotes hiding a command", "/w/.git/config", host, host + sub + "\tupdate = \"!\"sh\n", false},
+		{"update in capitals, which git refuses", "/w/.git/config", host, host + sub + "\tupdate = CHECKOUT\n", false},
+		{"a subsection with an escaped quote", "/w/.git/config", host, host + "[submodule \"a\\\"b\"]\n\turl = /src/lib\n", true},
+		{"a continued value, which cordon's readers would not all read as git", "/w/.git/config", host, host + "[submodule \"lib\"]\n\turl = x\\\n[core]\n", false},
+		{"a NUL ending the value for git", "/w/.git/config", host, host + "[submodule \"lib\"]\n\turl = /src\x00ext::sh\n", false},
+		{"worktree of a submodule whose quoted dots git reads as ..", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "../../../lib/.\".\"/.g\"i\"t/hooks", 1), false},
+		{"worktree of a submodule into the protected hooks path", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "../../../.githooks", 1), false},
+		{"worktree of a submodule into protected editor settings", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "/w/.vscode", 1), false},
+		{"worktree of a submodule at the superproject's root", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "../../..", 1), false},
+		{"worktree of a submodule to another directory of the checkout", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "/w/src", 1), false},
+		{"worktree quoted, the same directory", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "\"../../../lib\"", 1), true},
 		{"worktree rewritten, same value", "/w/.git/modules/lib/config", mod, mod, true},
 		{"worktree rewritten, same directory", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "/w/lib", 1), true},
-		{"worktree of a submodule to its checkout", "/w/.git/modules/lib/config", "[core]\n\tbare = false\n", mod, true},
+		{"worktree of a submodule to its checkout", "/w/.git/modules/lib/config", "[core]\n\tbare = false\n", mod, false},
 		{"worktree of a submodule elsewhere", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "/elsewhere", 1), false},
 		{"worktree of a submodule into .git", "/w/.git/modules/lib/config", mod, strings.Replace(mod, "../../../lib", "..", 1), false},
 		{"worktree of a repository set", "/w/.git/config", host, host + "[core]\n\tworktree = /w/lib\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := GitConfigChange([]byte(tc.old), []byte(tc.new), tc.cfg, res)
+			err := GitConfigChange([]byte(tc.old), []byte(tc.new), tc.cfg, Rules{Resolve: res, Refuse: guard})
 			if (err == nil) != tc.ok {
 				t.Errorf("GitConfigChange = %v, want ok %v", err, tc.ok)
 			}

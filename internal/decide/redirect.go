@@ -135,16 +135,22 @@ func (r Rules) linkable(g Resolved) string {
 // (nil refuses every value). It must exist: a symlink made later at a
 // missing name would move it.
 func Worktree(val, cfg string, resolve Resolver) error {
+	_, err := worktreeAt(val, cfg, resolve)
+	return err
+}
+
+// worktreeAt is Worktree, which returns where val leads.
+func worktreeAt(val, cfg string, resolve Resolver) (Resolved, error) {
 	i := strings.Index(cfg, "/.git/")
 	switch {
 	case i < 0:
-		return fmt.Errorf("a core.worktree in %s, a config outside a .git directory: set it with git in the sandbox", cfg)
+		return Resolved{}, fmt.Errorf("a core.worktree in %s, a config outside a .git directory: set it with git in the sandbox", cfg)
 	case val == "" || strings.ContainsAny(val, "\x00\n"):
-		return fmt.Errorf("a core.worktree that is not one path")
+		return Resolved{}, fmt.Errorf("a core.worktree that is not one path")
 	case dotDotAfterName(val):
-		return fmt.Errorf("core.worktree %s has \"..\" after a name: git never writes one, and where it leads can change", val)
+		return Resolved{}, fmt.Errorf("core.worktree %s has \"..\" after a name: git never writes one, and where it leads can change", val)
 	case resolve == nil:
-		return fmt.Errorf("core.worktree %s cannot be resolved in the sandbox by this writer", val)
+		return Resolved{}, fmt.Errorf("core.worktree %s cannot be resolved in the sandbox by this writer", val)
 	}
 	top := cfg[:i]
 	if top == "" {
@@ -157,23 +163,43 @@ func Worktree(val, cfg string, resolve Resolver) error {
 	got, err := resolve(w)
 	switch {
 	case err != nil:
-		return fmt.Errorf("core.worktree %s does not resolve: %w", val, err)
+		return Resolved{}, fmt.Errorf("core.worktree %s does not resolve: %w", val, err)
 	case !symlinkFree(w, got.Path):
-		return fmt.Errorf("core.worktree %s goes through a symlink to %s: git writes real paths, and a link could be turned elsewhere later", val, got.Path)
+		return Resolved{}, fmt.Errorf("core.worktree %s goes through a symlink to %s: git writes real paths, and a link could be turned elsewhere later", val, got.Path)
 	case got.Missing != 0:
-		return fmt.Errorf("core.worktree %s is %s, which does not exist: a symlink made there later would send git's checkout elsewhere; make the directory first", val, got.Path)
+		return Resolved{}, fmt.Errorf("core.worktree %s is %s, which does not exist: a symlink made there later would send git's checkout elsewhere; make the directory first", val, got.Path)
 	}
 	rest, ok := strings.CutPrefix(got.Path, strings.TrimSuffix(top, "/")+"/")
 	if got.Path == top {
 		rest, ok = "", true
 	}
 	if !ok {
-		return fmt.Errorf("core.worktree %s is %s, outside %s, the checkout the repository belongs to", val, got.Path, top)
+		return Resolved{}, fmt.Errorf("core.worktree %s is %s, outside %s, the checkout the repository belongs to", val, got.Path, top)
 	}
 	for _, part := range strings.Split(rest, "/") {
 		if part == ".git" {
-			return fmt.Errorf("core.worktree %s is %s, in a .git directory, where git's checkout would write over its own files", val, got.Path)
+			return Resolved{}, fmt.Errorf("core.worktree %s is %s, in a .git directory, where git's checkout would write over its own files", val, got.Path)
 		}
+	}
+	return got, nil
+}
+
+// worktreeIn is Worktree with r's rules: besides, the directory must be
+// no guarded place (the host's checkout there would write into a
+// protected hooks path or editor settings), and a submodule's, in
+// .git/modules/NAME/config, not the superproject's checkout itself (git
+// submodule never writes that; the host's next submodule update would
+// write the submodule's files over the superproject's).
+func worktreeIn(r Rules, val, cfg string) error {
+	got, err := worktreeAt(val, cfg, r.Resolve)
+	if err != nil {
+		return err
+	}
+	if rule := r.refuse(got.Path); rule != "" {
+		return fmt.Errorf("core.worktree %s is %s, which %s guards: the host's checkout would write there", val, got.Path, rule)
+	}
+	if i := strings.Index(cfg, "/.git/modules/"); i >= 0 && (got.Path == cfg[:i] || cfg[:i] == "" && got.Path == "/") {
+		return fmt.Errorf("core.worktree %s is %s, the superproject's own checkout: a submodule's is its own directory in it", val, got.Path)
 	}
 	return nil
 }

@@ -181,10 +181,10 @@ func TestWorktree(t *testing.T) {
 		t.Error("a core.worktree was taken by a writer that cannot resolve it")
 	}
 	// Through GitConfig, as every writer asks it.
-	if err := GitConfig([]byte("[core]\n\tworktree = \"../../../lib\"\n"), cfg, repoFS.resolve); err != nil {
+	if err := GitConfig([]byte("[core]\n\tworktree = \"../../../lib\"\n"), cfg, Rules{Resolve: repoFS.resolve}); err != nil {
 		t.Errorf("git submodule's config: %v", err)
 	}
-	if err := GitConfig([]byte("[core]\n\tworktree = ../../../lnk/..\n"), cfg, repoFS.resolve); err == nil {
+	if err := GitConfig([]byte("[core]\n\tworktree = ../../../lnk/..\n"), cfg, Rules{Resolve: repoFS.resolve}); err == nil {
 		t.Error("a core.worktree through a symlink was taken in a config")
 	}
 }

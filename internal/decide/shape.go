@@ -225,7 +225,7 @@ func complete(r Rules, d Dir, p string) Verdict {
 	if err != nil {
 		return refuse(ShapeRule + ": its config cannot be read")
 	}
-	if err := GitConfig(data, cfg, r.Resolve); err != nil {
+	if err := GitConfig(data, cfg, r); err != nil {
 		return refuse(ConfigRule + err.Error() + ")")
 	}
 	return Verdict{Rewrite: &Rewrite{Name: "config", Data: data, Mode: mode}}
@@ -243,7 +243,7 @@ func ReplaceConfig(r Rules, d Dir, p string, data []byte) string {
 	} else if err != nil && !isNotExist(err) {
 		return ShapeRule + ": its config cannot be read"
 	}
-	if err := GitConfig(data, p, r.Resolve); err != nil {
+	if err := GitConfig(data, p, r); err != nil {
 		return ConfigRule + err.Error() + ")"
 	}
 	return ""

@@ -199,7 +199,7 @@ func TestWriteAndReplaceConfig(t *testing.T) {
 	if !ConfigReplaced(rules, shaped, "/w/r/config") || ConfigReplaced(rules, shaped, "/w/.git/config") || ConfigReplaced(rules, tree(nil, "file HEAD"), "/w/r/config") {
 		t.Error("ConfigReplaced: wrong on a shape's config, a protected one or one outside a shape")
 	}
-	if err := GitConfig([]byte("[core]\n\tworktree = ../../../lib\n"), "/w/.git/modules/lib/config", repoFS.resolve); err != nil {
+	if err := GitConfig([]byte("[core]\n\tworktree = ../../../lib\n"), "/w/.git/modules/lib/config", Rules{Resolve: repoFS.resolve}); err != nil {
 		t.Errorf("a core.worktree the writer takes: %v", err)
 	}
 }
