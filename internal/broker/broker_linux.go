@@ -77,6 +77,7 @@ type Broker struct {
 	ids      idMaps // the callers' uid and gid maps (meta_linux.go)
 	pidfds   pidfds
 	fifos    fifoWaits
+	umasks   umasks // the callers' umasks (umask_linux.go)
 
 	// names orders the calls that make or remove names against a
 	// rename: a rename (which may walk a directory and decide what it
@@ -184,6 +185,7 @@ func (b *Broker) Stop() {
 			b.pidfds.mu.Lock()
 			b.pidfds.closeAll()
 			b.pidfds.mu.Unlock()
+			b.umasks.closeAll()
 			return
 		case <-afterShort():
 		}
@@ -286,6 +288,7 @@ func (b *Broker) worker() {
 		ok = dropTo(b.creds) == nil
 	}
 	holding := false
+	umask := -1 // this thread's, as last set (see call.applyUmask)
 	for {
 		if !holding {
 			b.idle.Add(1)
@@ -334,7 +337,7 @@ func (b *Broker) worker() {
 		if idx < len(b.callers) {
 			b.callers[idx].Store(int32(n.Pid))
 		}
-		holding = b.handle(n, holding)
+		holding = b.handle(n, holding, &umask)
 	}
 }
 
