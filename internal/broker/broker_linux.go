@@ -5,7 +5,8 @@
 //
 // The broker never lets such a call continue in the kernel
 // (SECCOMP_USER_NOTIF_FLAG_CONTINUE would re-read the caller's path, which
-// another of its threads can change after the check). It copies the path
+// another of its threads can change after the check); only umask(2), which
+// it watches to keep each caller's umask (umask_linux.go), continues. It copies the path
 // out of the caller's memory, resolves it in the sandbox's own view (the
 // caller's root, working directory or directory descriptor, with openat2
 // and RESOLVE_IN_ROOT), decides on the resolved path, and performs the
