@@ -54,6 +54,12 @@ func brokeredSeccomp(c *configs.Seccomp, strict bool) *configs.Seccomp {
 	}
 	flagArg := map[string]uint{"open": 1, "openat": 2}
 	for _, n := range names {
+		if !strict {
+			if rules, fast := fdMetaFastPath(n); fast {
+				out.Syscalls = append(out.Syscalls, rules...)
+				continue
+			}
+		}
 		idx, isOpen := flagArg[n]
 		if !isOpen {
 			out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Notify})
@@ -79,6 +85,63 @@ func brokeredSeccomp(c *configs.Seccomp, strict bool) *configs.Seccomp {
 			Args: []*configs.Arg{{Index: idx, Value: mask, ValueTwo: 0, Op: configs.MaskEqualTo}}})
 	}
 	return &out
+}
+
+// fdMetaRiskyMode are the mode bits whose fchmod is still notified in the
+// default mode: execute (a hook made runnable), setuid and setgid (the
+// broker refuses them), and write for group and others (a file others
+// may then change). A mode with none of them only takes rights away or
+// gives the owner read or write, which the broker's refusal of every
+// writable open of a protected path already makes moot.
+const fdMetaRiskyMode = 0o7133
+
+// fdMetaFastPath returns, for the calls that change the metadata of the
+// file behind a descriptor, the rules that keep them in the kernel in the
+// default mode (strict_deny notifies them all). tar makes three of them
+// per file it extracts (fchown, fchmod, futimens on the descriptor the
+// broker just installed for its create): each a round trip of its own,
+// they made untar three to four times as slow as the create alone. They
+// need no decision:
+//   - a protected path that exists at start is a read-only mount, so the
+//     kernel refuses each of them on a descriptor of it (EROFS), and a
+//     denied one is masked (its cover is read-only too);
+//   - every writable open of a protected or denied path is brokered and
+//     refused, so no descriptor the command holds was opened writable on
+//     one, and the broker refuses to link, rename or move one into reach;
+//   - fchown without CAP_CHOWN (the command has no capability) changes no
+//     owner, and a group only to one of the caller's own;
+//   - an fchmod whose mode has an execute, setid or group/other write bit
+//     is still notified (fdMetaRiskyMode), and so are fsetxattr and
+//     fremovexattr (a POSIX ACL written as an attribute can grant execute).
+//
+// What remains (docs/performance.md, "The descriptor fast path"): on a
+// protected file that no read-only mount covers (a protect pattern's
+// match, a file the host created or renamed over a protected path
+// mid-run), opened for reading, the command may change the times, give
+// the group to another of its own groups, and take mode bits away or add
+// the owner's read or write bit.
+func fdMetaFastPath(name string) ([]*configs.Syscall, bool) {
+	switch name {
+	case "fchown":
+		return []*configs.Syscall{{Name: name, Action: configs.Allow}}, true
+	case "utimensat", "futimesat":
+		// A NULL path acts on the descriptor (futimens); a path is brokered.
+		return []*configs.Syscall{
+			{Name: name, Action: configs.Notify, Args: []*configs.Arg{{Index: 1, Value: 0, Op: configs.NotEqualTo}}},
+			{Name: name, Action: configs.Allow, Args: []*configs.Arg{{Index: 1, Value: 0, Op: configs.EqualTo}}},
+		}, true
+	case "fchmod":
+		var rules []*configs.Syscall
+		for bit := uint64(1); bit <= fdMetaRiskyMode; bit <<= 1 {
+			if bit&fdMetaRiskyMode != 0 {
+				rules = append(rules, &configs.Syscall{Name: name, Action: configs.Notify,
+					Args: []*configs.Arg{{Index: 1, Value: bit, ValueTwo: bit, Op: configs.MaskEqualTo}}})
+			}
+		}
+		return append(rules, &configs.Syscall{Name: name, Action: configs.Allow,
+			Args: []*configs.Arg{{Index: 1, Value: fdMetaRiskyMode, ValueTwo: 0, Op: configs.MaskEqualTo}}}), true
+	}
+	return nil, false
 }
 
 // brokerPolicy refuses changes to the sandbox's deny and protect paths

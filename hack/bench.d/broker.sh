@@ -19,14 +19,27 @@
 #   go-build   go build of a small program with a cold build cache (GO=1;
 #              -buildvcs=false: the base's placeholder .git directory in the
 #              workspace makes go build fail on VCS stamping otherwise)
-# Prints the median wall time of each (RUNS, default 5) and NEW/BASE.
+# Prints the median wall time of each (RUNS, default 5) and NEW/BASE, and the
+# median CPU time (user + system of every process of the run, from
+# /usr/bin/time; for bwrap, whose monitor does not wait for the sandbox,
+# the command's own, timed inside): on a loaded machine the wall time of a
+# round trip is mostly waiting for a CPU, which the CPU time leaves out.
 # CASES="untar true" picks cases. STRICT_NEW=1 runs NEW with strict_deny: true
 # (pass the same binary twice to compare strict_deny with the default).
 # DENY='["**/.env", "/fix/**/*.pem"]' gives both sandboxes that deny list
 # (what the deny watcher walks and watches).
+#   creat-loop one Python process creating 10,000 empty files: one brokered
+#              call each, for the cost per call (see below)
+# BASE may be the word bwrap: the base is then bubblewrap with the same bind
+# layout (the system directories, /fix and Go read-only, the workspace
+# read-write, private namespaces, no capability), and the table adds, for
+# creat-loop, the cost per brokered call ((NEW - bwrap) / 10,000) beside the
+# floor's: the same loop under hack/bench.d/notifyfloor -c (a listener that
+# does nothing) against -n, no sandbox, alternating in the same run.
 # hack/bench runs it when BROKER_BASE names the base binary.
 set -Eeuo pipefail
-base="$(realpath "$1")" new="$(realpath "$2")" n="${3:-5}"
+base="$1" new="$(realpath "$2")" n="${3:-5}"
+[ "$base" = bwrap ] || base="$(realpath "$base")"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/cordon-brokerbench.XXXXXX")"
 trap 'rm -rf --one-file-system "$tmp"' EXIT
 fix="$tmp/fix" work="$tmp/work"
@@ -67,41 +80,96 @@ YAML
 cp "$tmp/cfg.yaml" "$tmp/cfg-new.yaml"
 [ "${STRICT_NEW:-0}" = 1 ] && sed -i 's/^  root: .\/work$/  root: .\/work\n  strict_deny: true/' "$tmp/cfg-new.yaml"
 export PATH="$goroot/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+bw=(bwrap)
+for d in /usr /bin /sbin /lib /lib32 /lib64 /libx32 /etc; do
+  [ -e "$d" ] && [ ! -L "$d" ] && bw+=(--ro-bind "$d" "$d")
+  [ -L "$d" ] && bw+=(--symlink "$(readlink "$d")" "$d")
+done
+bw+=(--proc /proc --dev /dev --tmpfs /tmp --ro-bind "$fix" /fix --ro-bind "$goroot" "$goroot" --bind "$work" "$work"
+  --chdir "$work" --unshare-all --die-with-parent --new-session --clearenv --setenv PATH "$PATH" --setenv HOME "$work"
+  --setenv GOCACHE "$work/gocache" --setenv GOPATH "$work/gopath" --setenv GOFLAGS "-mod=mod -buildvcs=false" --setenv GOTOOLCHAIN local)
+[ "$(id -u)" = 0 ] && bw+=(--cap-drop ALL)
 declare -A cmd=(
   [true]="true"
   [read-tree]="find /fix/tree -type f | xargs cat | wc -c"
   [py-import]="/usr/bin/python3 -c 'import pygments.lexers, pygments.formatters, yaml, email.mime.multipart, http.client, asyncio, unittest, json, xml.etree.ElementTree'"
   [untar]='mkdir u.$RUN && tar xf /fix/small.tar -C u.$RUN'
   [git-clone]='git clone -q /fix/repo c.$RUN'
+  [creat-loop]="mkdir p.\$RUN && /usr/bin/python3 -c 'import os
+for i in range(10000): os.close(os.open(\"p.\$RUN/%d\" % i, os.O_CREAT | os.O_WRONLY, 0o644))'"
   [go-build]="rm -rf gocache b && cp -r /fix/gomod b && cd b && go build -o /dev/null . && cd .. && rm -rf b"
 )
-read -ra cases <<<"${CASES:-true read-tree py-import untar git-clone}"
+read -ra cases <<<"${CASES:-true read-tree py-import untar git-clone creat-loop}"
+[ "$base" = bwrap ] && [[ " ${cases[*]} " == *" creat-loop "* ]] && cc -O2 -Wall -o "$tmp/notifyfloor" "$(dirname "$0")/notifyfloor.c"
 [ "${GO:-0}" = 1 ] && cases+=(go-build)
 now() { date +%s%N; }
-declare -A times
+load="$(cut -d' ' -f1-3 /proc/loadavg)"
+declare -A times cpu
 for c in "${cases[@]}"; do
   for i in $(seq 1 "$n"); do
     for which in base new; do
       bin="$base" cfg="$tmp/cfg.yaml"
       [ "$which" = new ] && bin="$new" cfg="$tmp/cfg-new.yaml"
       if [ "$c" = true ]; then
-        t0=$(now); (cd "$work" && "$bin" run --config "$cfg" -- true) >/dev/null; t1=$(now)
+        if [ "$bin" = bwrap ]; then
+          t0=$(now); (cd "$work" && "${bw[@]}" -- /usr/bin/time -f "%U %S" -o "$work/.cpu" true) >/dev/null; t1=$(now)
+          mv "$work/.cpu" "$tmp/cpu"
+        else
+          t0=$(now); (cd "$work" && /usr/bin/time -f "%U %S" -o "$tmp/cpu" "$bin" run --config "$cfg" -- true) >/dev/null; t1=$(now)
+        fi
       else
         line=${cmd[$c]//\$RUN/$i.$which}
         if [ "${RM:-0}" = 1 ]; then
           case $c in untar) line="$line && rm -rf u.$i.$which" ;; git-clone) line="$line && rm -rf c.$i.$which" ;; esac
         fi
-        t0=$(now); (cd "$work" && "$bin" run --config "$cfg" -- sh -c "$line") >/dev/null; t1=$(now)
+        if [ "$bin" = bwrap ]; then
+          t0=$(now); (cd "$work" && "${bw[@]}" -- /usr/bin/time -f "%U %S" -o "$work/.cpu" sh -c "$line") >/dev/null; t1=$(now)
+          mv "$work/.cpu" "$tmp/cpu"
+        else
+          t0=$(now); (cd "$work" && /usr/bin/time -f "%U %S" -o "$tmp/cpu" "$bin" run --config "$cfg" -- sh -c "$line") >/dev/null; t1=$(now)
+        fi
       fi
       times[$c.$which]+="$(( (t1 - t0) / 1000000 )) "
+      cpu[$c.$which]+="$(awk '{printf "%d", ($1 + $2) * 1000}' "$tmp/cpu") "
     done
+    if [ "$c" = creat-loop ] && [ "$base" = bwrap ]; then
+      for which in plain floor; do
+        flag=(-n)
+        [ "$which" = floor ] && flag=(-c)
+        line=${cmd[$c]//\$RUN/$i.$which}
+        t0=$(now); (cd "$work" && /usr/bin/time -f "%U %S" -o "$tmp/cpu" "$tmp/notifyfloor" "${flag[@]}" sh -c "$line") >/dev/null 2>&1; t1=$(now)
+        times[$c.$which]+="$(( (t1 - t0) / 1000000 )) "
+        cpu[$c.$which]+="$(awk '{printf "%d", ($1 + $2) * 1000}' "$tmp/cpu") "
+      done
+    fi
   done
 done
-rm -rf --one-file-system "$work"/u.* "$work"/c.*
+rm -rf --one-file-system "$work"/u.* "$work"/c.* "$work"/p.*
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-printf '| case | base ms (median of %d) | broker ms | broker/base |\n|---|---|---|---|\n' "$n"
+echo "- $(nproc) CPUs, load average before the run: $load; file system of the workspace: $(stat -f -c %T "$work")"
+label=base
+[ "$base" = bwrap ] && label=bwrap
+printf '| case | %s ms (median of %d) | cordon ms | cordon/%s | %s CPU ms | cordon CPU ms | CPU ratio |\n|---|---|---|---|---|---|---|\n' "$label" "$n" "$label" "$label"
 for c in "${cases[@]}"; do
   b=$(echo "${times[$c.base]}" | median)
   w=$(echo "${times[$c.new]}" | median)
-  printf '| %s | %s | %s | %s |\n' "$c" "$b" "$w" "$(awk -v a="$w" -v b="$b" 'BEGIN {printf "%.3f", a/b}')"
+  bc=$(echo "${cpu[$c.base]}" | median)
+  wc=$(echo "${cpu[$c.new]}" | median)
+  printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$c" "$b" "$w" "$(awk -v a="$w" -v b="$b" 'BEGIN {printf "%.3f", a/b}')" \
+    "$bc" "$wc" "$(awk -v a="$wc" -v b="$bc" 'BEGIN {printf "%.3f", (b > 0 ? a/b : 0)}')"
 done
+if [ -n "${times[creat-loop.floor]:-}" ]; then
+  b=$(echo "${times[creat-loop.base]}" | median) w=$(echo "${times[creat-loop.new]}" | median)
+  p=$(echo "${times[creat-loop.plain]}" | median) f=$(echo "${times[creat-loop.floor]}" | median)
+  awk -v b="$b" -v w="$w" -v p="$p" -v f="$f" 'BEGIN {
+    c = (w - b) * 1000 / 10000; fl = (f - p) * 1000 / 10000
+    printf "\nper brokered call (creat-loop, 10,000 creates), wall: cordon %.1f us over bwrap; do-nothing listener %.1f us over none (%d vs %d ms); ratio %.2f\n", c, fl, f, p, (fl > 0 ? c / fl : 0) }'
+  b=$(echo "${cpu[creat-loop.base]}" | median) w=$(echo "${cpu[creat-loop.new]}" | median)
+  p=$(echo "${cpu[creat-loop.plain]}" | median) f=$(echo "${cpu[creat-loop.floor]}" | median)
+  # cordon's own start-up (its `true` case) is not the broker's.
+  st=0
+  [ -n "${cpu[true.new]:-}" ] && st=$(( $(echo "${cpu[true.new]}" | median) - $(echo "${cpu[true.base]}" | median) ))
+  awk -v b="$b" -v w="$w" -v p="$p" -v f="$f" -v st="$st" 'BEGIN {
+    c = (w - st - b) * 1000 / 10000; fl = (f - p) * 1000 / 10000
+    printf "per brokered call, CPU (user + system; cordon less its start-up, %d ms): cordon %.1f us over bwrap; do-nothing listener %.1f us over none; ratio %.2f\n", st, c, fl, (fl > 0 ? c / fl : 0) }'
+fi

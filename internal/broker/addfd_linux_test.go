@@ -58,6 +58,15 @@ func TestBrokerChildCreates(t *testing.T) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}
+	if os.Getenv("CORDON_BROKER_CHILD_PLAIN") != "" {
+		// No filter (BenchmarkPlainCreate): any descriptor stands in for
+		// the listener.
+		if err := unix.Sendmsg(3, []byte{'L'}, unix.UnixRights(3), nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		createFiles(t, dir, n)
+		return
+	}
 	prog := notifyCreatesFilter()
 	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	l, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fp)))
@@ -68,6 +77,12 @@ func TestBrokerChildCreates(t *testing.T) {
 		t.Fatal(err)
 	}
 	unix.Close(int(l))
+	createFiles(t, dir, n)
+}
+
+// createFiles creates n files in dir, each checked to be the descriptor
+// open returned, with one byte written through it.
+func createFiles(t *testing.T, dir string, n int) {
 	bad := 0
 	for i := range n {
 		p := filepath.Join(dir, "f"+strconv.Itoa(i))
@@ -186,7 +201,7 @@ func TestBrokerDeadCallerChangesNothing(t *testing.T) {
 
 // startChild starts TestBrokerChildCreates creating n files in dir and
 // returns it, its output and its listener.
-func startChild(t *testing.T, dir string, n int) (*exec.Cmd, *lockedBuffer, int) {
+func startChild(t testing.TB, dir string, n int, env ...string) (*exec.Cmd, *lockedBuffer, int) {
 	t.Helper()
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -196,6 +211,7 @@ func startChild(t *testing.T, dir string, n int) (*exec.Cmd, *lockedBuffer, int)
 	defer mine.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokerChildCreates$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "CORDON_BROKER_CHILD_DIR="+dir, "CORDON_BROKER_CHILD_N="+strconv.Itoa(n))
+	cmd.Env = append(cmd.Env, env...)
 	cmd.ExtraFiles = []*os.File{theirs}
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out

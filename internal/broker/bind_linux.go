@@ -191,7 +191,7 @@ func (b *Broker) bind(c *call, op string, sockfd int32, addrAddr uint64, addrLen
 	if err := unix.Fchdir(l.dir); err != nil {
 		return fail(err)
 	}
-	unix.Umask(c.umask())
+	c.applyUmask()
 	sa := make([]byte, 2+len(l.name)+1)
 	binary.LittleEndian.PutUint16(sa, unix.AF_UNIX)
 	copy(sa[2:], l.name)

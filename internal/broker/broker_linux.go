@@ -5,7 +5,8 @@
 //
 // The broker never lets such a call continue in the kernel
 // (SECCOMP_USER_NOTIF_FLAG_CONTINUE would re-read the caller's path, which
-// another of its threads can change after the check). It copies the path
+// another of its threads can change after the check); only umask(2), which
+// it watches to keep each caller's umask (umask_linux.go), continues. It copies the path
 // out of the caller's memory, resolves it in the sandbox's own view (the
 // caller's root, working directory or directory descriptor, with openat2
 // and RESOLVE_IN_ROOT), decides on the resolved path, and performs the
@@ -77,6 +78,7 @@ type Broker struct {
 	ids      idMaps // the callers' uid and gid maps (meta_linux.go)
 	pidfds   pidfds
 	fifos    fifoWaits
+	umasks   umasks // the callers' umasks (umask_linux.go)
 
 	// names orders the calls that make or remove names against a
 	// rename: a rename (which may walk a directory and decide what it
@@ -184,6 +186,7 @@ func (b *Broker) Stop() {
 			b.pidfds.mu.Lock()
 			b.pidfds.closeAll()
 			b.pidfds.mu.Unlock()
+			b.umasks.closeAll()
 			return
 		case <-afterShort():
 		}
@@ -286,6 +289,7 @@ func (b *Broker) worker() {
 		ok = dropTo(b.creds) == nil
 	}
 	holding := false
+	umask := -1 // this thread's, as last set (see call.applyUmask)
 	for {
 		if !holding {
 			b.idle.Add(1)
@@ -334,7 +338,7 @@ func (b *Broker) worker() {
 		if idx < len(b.callers) {
 			b.callers[idx].Store(int32(n.Pid))
 		}
-		holding = b.handle(n, holding)
+		holding = b.handle(n, holding, &umask)
 	}
 }
 

@@ -82,7 +82,7 @@ type gitFiles struct {
 // caller gets an unnamed file in the same directory (with the existing
 // content unless it truncates), which the broker publishes later.
 func (b *Broker) openGitFile(c *call, op string, l loc, flags int, mode uint32, existed bool) result {
-	unix.Umask(c.umask())
+	c.applyUmask()
 	if existed {
 		var st unix.Stat_t
 		if unix.Fstatat(l.dir, l.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {

@@ -81,6 +81,14 @@ func respond(fd int, id uint64, val int64, errno unix.Errno) {
 	_ = ioctl(fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&r))
 }
 
+// respondContinue lets the notified call run in the kernel
+// (SECCOMP_USER_NOTIF_FLAG_CONTINUE): only for a call with no pointer the
+// kernel would read again after the answer (umask).
+func respondContinue(fd int, id uint64) {
+	r := notifResp{ID: id, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
+	_ = ioctl(fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&r))
+}
+
 // sendFD installs src in the caller as its syscall's result (the lowest
 // free descriptor, as open would) and answers the notification at once.
 //

@@ -35,6 +35,9 @@ type result struct {
 	// again says the call's directory moved before its lock was taken
 	// (see xlock_linux.go): it is run again, its paths resolved anew.
 	again bool
+	// cont lets the call continue in the kernel: only umask(2), which
+	// names nothing (see umasks).
+	cont bool
 }
 
 func fail(err error) result { return result{fd: -1, errno: errnoOf(err)} }
@@ -48,9 +51,12 @@ func ok(v int64) result     { return result{val: v, fd: -1} }
 //
 // holding says the worker holds the baton; handle returns whether it still
 // does (call.mayBlock may have passed it on).
-func (b *Broker) handle(n *notif, holding bool) bool {
-	c := &call{b: b, n: n, pid: int(n.Pid), holding: holding}
+//
+// umask is the worker thread's umask as it last set it (-1: unknown).
+func (b *Broker) handle(n *notif, holding bool, umask *int) bool {
+	c := &call{b: b, n: n, pid: int(n.Pid), holding: holding, threadUmask: umask}
 	defer c.close()
+	b.umasks.settle(c.pid)
 	b.names.RLock() // publishing makes a name (see nameLock)
 	b.publishGitFiles(false)
 	b.names.RUnlock()
@@ -79,6 +85,10 @@ func (b *Broker) handle(n *notif, holding bool) bool {
 			respond(b.fd, n.ID, 0, errnoOf(err))
 		}
 		unix.Close(r.fd)
+		return c.holding
+	}
+	if r.cont {
+		respondContinue(b.fd, n.ID)
 		return c.holding
 	}
 	respond(b.fd, n.ID, r.val, r.errno)
@@ -188,7 +198,7 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 				continue
 			}
 			if flags&unix.O_TMPFILE == unix.O_TMPFILE {
-				unix.Umask(c.umask()) // an unnamed file, made with the caller's mode
+				c.applyUmask() // an unnamed file, made with the caller's mode
 			}
 			if !b.procAllowed(c, op, l.path, read) {
 				return fail(unix.EACCES)
@@ -287,7 +297,7 @@ func (b *Broker) mkdir(c *call, op string, dirfd int32, pathAddr uint64, mode ui
 		return r
 	}
 	defer unlock()
-	unix.Umask(c.umask())
+	c.applyUmask()
 	if r := landed(unix.Mkdirat(l.dir, l.name, mode), l, true); r.errno != 0 || r.again {
 		return r
 	}
@@ -311,7 +321,7 @@ func (b *Broker) mknod(c *call, op string, dirfd int32, pathAddr uint64, mode ui
 		return r
 	}
 	defer unlock()
-	unix.Umask(c.umask())
+	c.applyUmask()
 	return landed(unix.Mknodat(l.dir, l.name, mode, int(dev)), l, false)
 }
 

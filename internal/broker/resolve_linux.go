@@ -19,6 +19,9 @@ type call struct {
 	last string // the sandbox path last resolved for this call
 	// holding says the worker performing the call holds the baton.
 	holding bool
+	// threadUmask is the worker thread's umask as it last set it (-1:
+	// unknown; nil: not tracked).
+	threadUmask *int
 }
 
 func (c *call) close() {
@@ -215,28 +218,6 @@ func (c *call) follow(dirfd int32, path string, nofollow bool) (int, string, err
 	}
 	c.last = p
 	return fd, p, nil
-}
-
-// umask reads the caller's umask, which the broker applies to what it
-// creates for it.
-func (c *call) umask() int {
-	data, err := readFile("/proc/" + strconv.Itoa(c.pid) + "/status")
-	if err != nil {
-		return 0o022
-	}
-	i := bytes.Index(data, []byte("Umask:\t"))
-	if i < 0 {
-		return 0o022
-	}
-	f := bytes.Fields(data[i+7:])
-	if len(f) == 0 {
-		return 0o022
-	}
-	v, err := strconv.ParseUint(string(f[0]), 8, 32)
-	if err != nil {
-		return 0o022
-	}
-	return int(v)
 }
 
 func readFile(p string) ([]byte, error) {

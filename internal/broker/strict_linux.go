@@ -140,7 +140,7 @@ func (b *Broker) openDir(c *call, op, full string, flags int, mode uint32) resul
 		if err != nil || !b.check(op, p) {
 			return fail(unix.EACCES)
 		}
-		unix.Umask(c.umask())
+		c.applyUmask()
 		fd, err := unix.Openat(dir, ".", flags|unix.O_CLOEXEC, mode)
 		if err != nil {
 			return fail(err)

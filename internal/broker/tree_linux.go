@@ -276,7 +276,7 @@ func (b *Broker) create(c *call, op string, l loc, flags int, mode uint32) (r re
 	if gitLinkName(l.path) {
 		return b.openGitFile(c, op, l, flags, mode, false), false
 	}
-	unix.Umask(c.umask())
+	c.applyUmask()
 	fd, err := unix.Openat(l.dir, l.name, flags|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	if err == unix.ELOOP || err == unix.EEXIST && flags&unix.O_EXCL == 0 {
 		return result{}, true

@@ -1,0 +1,231 @@
+package broker
+
+import (
+	"bytes"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// The broker creates with the caller's umask. Reading it from
+// /proc/PID/status (an open, a read of a page the kernel formats from a
+// dozen sources, a close) was the dearest part of a create. So each
+// thread's umask is read once and kept, with a pidfd of that thread:
+//
+//   - a umask only changes by umask(2), which the filter notifies too: the
+//     broker lets it continue in the kernel (it has no pointer to re-read)
+//     and forgets every kept value (another thread or process may share
+//     the caller's fs_struct, CLONE_FS);
+//   - until the thread that called umask(2) is back from it (it makes its
+//     next notified call, or it exits), nothing is kept: a status read
+//     meanwhile could still see the old value;
+//   - a kept value whose thread has exited (its pidfd polls readable) is
+//     read again: its tid may be another thread's now.
+//
+// Left: a thread made without CLONE_FS (a raw clone; pthreads share it)
+// that calls umask(2) and then execs takes over its leader's tid with its
+// own umask, and the leader's kept value is then used for it: a file it
+// creates gets its leader's umask. That changes a file's permission bits
+// for the host's other users, never a deny or protect decision.
+type umasks struct {
+	mu   sync.Mutex
+	gen  uint64
+	m    map[int]umaskEntry // by tid
+	wait map[int]int        // the threads in umask(2): tid -> pidfd
+	// waiting is len(wait), read without mu by every call (see settle).
+	waiting atomic.Int32
+}
+
+type umaskEntry struct {
+	pidfd int
+	mask  int
+	gen   uint64
+}
+
+// maxUmasks bounds the kept values: all are dropped when it is full.
+const maxUmasks = 512
+
+// changing records that thread tid is calling umask(2): every kept value
+// is dropped, and none is kept until tid is back (settle) or gone.
+func (u *umasks) changing(tid int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.gen++
+	u.dropAll()
+	if u.wait == nil {
+		u.wait = map[int]int{}
+	}
+	if _, ok := u.wait[tid]; ok {
+		return
+	}
+	pfd, err := openThreadPidfd(tid)
+	if err != nil {
+		pfd = -1 // kept until every other waiter is gone; see settle
+	}
+	u.wait[tid] = pfd
+	u.waiting.Store(int32(len(u.wait)))
+}
+
+// settle is called for each notification of thread tid: any umask(2) it
+// made before has returned.
+func (u *umasks) settle(tid int) {
+	if u.waiting.Load() == 0 {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.forgetWait(tid)
+}
+
+// forgetWait drops tid from the waiters (under mu).
+func (u *umasks) forgetWait(tid int) {
+	if pfd, ok := u.wait[tid]; ok {
+		if pfd >= 0 {
+			unix.Close(pfd)
+		}
+		delete(u.wait, tid)
+		u.waiting.Store(int32(len(u.wait)))
+	}
+}
+
+// dropAll forgets every kept value (under mu).
+func (u *umasks) dropAll() {
+	for tid, e := range u.m {
+		unix.Close(e.pidfd)
+		delete(u.m, tid)
+	}
+}
+
+// closeAll releases every pidfd (Stop).
+func (u *umasks) closeAll() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.dropAll()
+	for tid := range u.wait {
+		u.forgetWait(tid)
+	}
+}
+
+// cached returns tid's kept umask, or ok false and the generation a value
+// read now would be kept under (keep false: read it, keep nothing).
+func (u *umasks) cached(tid int) (mask int, ok bool, gen uint64, keep bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for w, pfd := range u.wait {
+		if w != tid && pfd >= 0 && exited(pfd) {
+			u.forgetWait(w)
+		}
+	}
+	if len(u.wait) > 0 {
+		return 0, false, 0, false
+	}
+	if e, hit := u.m[tid]; hit {
+		if e.gen == u.gen && !exited(e.pidfd) {
+			return e.mask, true, 0, false
+		}
+		unix.Close(e.pidfd)
+		delete(u.m, tid)
+	}
+	return 0, false, u.gen, true
+}
+
+// store keeps mask for tid (whose pidfd is pfd, which u now owns) if no
+// umask(2) came since gen was handed out.
+func (u *umasks) store(tid, pfd, mask int, gen uint64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if gen != u.gen || len(u.wait) > 0 {
+		unix.Close(pfd)
+		return
+	}
+	if u.m == nil || len(u.m) >= maxUmasks {
+		u.dropAll()
+		if u.m == nil {
+			u.m = map[int]umaskEntry{}
+		}
+	}
+	if old, ok := u.m[tid]; ok {
+		unix.Close(old.pidfd)
+	}
+	u.m[tid] = umaskEntry{pidfd: pfd, mask: mask, gen: gen}
+}
+
+// openThreadPidfd opens a pidfd of thread tid (PIDFD_THREAD, Linux 6.9;
+// before it, of a process's leader only).
+func openThreadPidfd(tid int) (int, error) {
+	pfd, err := unix.PidfdOpen(tid, pidfdThread)
+	if err != nil {
+		pfd, err = unix.PidfdOpen(tid, 0)
+	}
+	return pfd, err
+}
+
+// exited reports whether the thread of pidfd pfd has exited.
+func exited(pfd int) bool {
+	p := []unix.PollFd{{Fd: int32(pfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(p, 0)
+	return err != nil || n > 0
+}
+
+// umask returns the caller's umask, which the broker applies to what it
+// creates for it: kept from an earlier call of the same thread, or read
+// from /proc/PID/status (see umasks).
+func (c *call) umask() int {
+	u := &c.b.umasks
+	mask, hit, gen, keep := u.cached(c.pid)
+	if hit {
+		return mask
+	}
+	pfd := -1
+	if keep {
+		if fd, err := openThreadPidfd(c.pid); err == nil {
+			pfd = fd
+		}
+	}
+	mask = readUmask(c.pid)
+	// The pidfd and the status are the caller's only if its notification
+	// is still pending (its tid not yet reused).
+	if pfd >= 0 && c.live() == nil {
+		u.store(c.pid, pfd, mask, gen)
+	} else if pfd >= 0 {
+		unix.Close(pfd)
+	}
+	return mask
+}
+
+// applyUmask sets the worker thread's umask to the caller's (the thread's
+// own, unshared: see worker), unless it is that already.
+func (c *call) applyUmask() {
+	m := c.umask()
+	if c.threadUmask != nil && *c.threadUmask == m {
+		return
+	}
+	unix.Umask(m)
+	if c.threadUmask != nil {
+		*c.threadUmask = m
+	}
+}
+
+// readUmask reads the umask of thread pid from /proc/PID/status (0o022
+// when it cannot).
+func readUmask(pid int) int {
+	data, err := readFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0o022
+	}
+	i := bytes.Index(data, []byte("Umask:\t"))
+	if i < 0 {
+		return 0o022
+	}
+	f := bytes.Fields(data[i+7:])
+	if len(f) == 0 {
+		return 0o022
+	}
+	v, err := strconv.ParseUint(string(f[0]), 8, 32)
+	if err != nil {
+		return 0o022
+	}
+	return int(v)
+}

@@ -1,0 +1,90 @@
+package broker
+
+import (
+	"os/exec"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestUmaskKept: a thread's umask is kept with a pidfd of the thread and
+// used again; a umask(2) anywhere drops every kept value, and none is kept
+// while the thread that called it has not made its next call (settle) or
+// exited; a kept value whose thread exited is not used (its tid may be
+// another's).
+func TestUmaskKept(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	me := unix.Gettid()
+	var u umasks
+	defer u.closeAll()
+	keepMine := func(mask int) {
+		t.Helper()
+		_, hit, gen, keep := u.cached(me)
+		if hit || !keep {
+			t.Fatalf("before store: hit %v keep %v", hit, keep)
+		}
+		pfd, err := openThreadPidfd(me)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.store(me, pfd, mask, gen)
+	}
+	keepMine(0o027)
+	if m, hit, _, _ := u.cached(me); !hit || m != 0o027 {
+		t.Fatalf("kept: %o %v", m, hit)
+	}
+
+	// Another live thread (a child process here) calls umask(2).
+	child := exec.Command("sleep", "60")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	u.changing(child.Process.Pid)
+	if _, hit, _, keep := u.cached(me); hit || keep {
+		t.Fatalf("while a umask(2) is under way: hit %v keep %v", hit, keep)
+	}
+	u.settle(child.Process.Pid)
+	if _, hit, _, keep := u.cached(me); hit || !keep {
+		t.Fatalf("after the caller came back: hit %v keep %v", hit, keep)
+	}
+
+	// A caller that exits in its umask(2) no longer holds the cache back.
+	u.changing(child.Process.Pid)
+	_ = child.Process.Kill()
+	_ = child.Wait()
+	if _, _, _, keep := u.cached(me); !keep {
+		t.Fatal("a umask(2) caller that exited still holds the cache back")
+	}
+
+	// A value stored under a generation before a umask(2) is not kept.
+	_, _, gen, _ := u.cached(me)
+	u.changing(me)
+	u.settle(me)
+	pfd, err := openThreadPidfd(me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.store(me, pfd, 0o077, gen)
+	if _, hit, _, _ := u.cached(me); hit {
+		t.Fatal("a value read before a umask(2) was kept")
+	}
+
+	// A kept value whose thread exited is read again.
+	dead := exec.Command("true")
+	if err := dead.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dpfd, err := unix.PidfdOpen(dead.Process.Pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, gen, _ = u.cached(dead.Process.Pid)
+	u.store(dead.Process.Pid, dpfd, 0o002, gen)
+	_ = dead.Wait()
+	if _, hit, _, _ := u.cached(dead.Process.Pid); hit {
+		t.Fatal("the kept umask of an exited thread was used")
+	}
+}
