@@ -70,7 +70,7 @@ func makeRootfs(root string) error {
 	if err != nil {
 		return fmt.Errorf("no busybox (install busybox-static: make deps): %w", err)
 	}
-	for _, d := range []string{"bin", "etc", "data", "keys", "tmp", "proc", "dev", "sys"} {
+	for _, d := range []string{"bin", "etc", "data", "keys", "tmp", "proc", "dev", "sys", "repo/.git/hooks"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			return err
 		}
@@ -88,7 +88,7 @@ func makeRootfs(root string) error {
 		}
 	}
 	files := map[string]string{"etc/secret": "topsecret\n", "etc/app.conf": "cfg\n", "keys/k1": "key\n",
-		"etc/passwd": "root:x:0:0:root:/:/bin/sh\n", "etc/group": "root:x:0:\n"}
+		"etc/passwd": "root:x:0:0:root:/:/bin/sh\n", "etc/group": "root:x:0:\n", "repo/.git/HEAD": "ref: refs/heads/main\n"}
 	for p, c := range files {
 		if err := os.WriteFile(filepath.Join(root, p), []byte(c), 0o644); err != nil {
 			return err
