@@ -1,6 +1,8 @@
 package ociruntime
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
@@ -30,10 +33,9 @@ import (
 // supervisor (cordon-oci __broker, supervisor_linux.go) serves it with
 // internal/broker and writes each refusal, typed, to the runtime log and
 // the audit log. The supervisor ends with the container's init; delete
-// ends it too and its socket goes with the state directory.
+// ends it too and removes its socket.
 
 const (
-	brokerSocket  = "cordon-broker.sock"
 	brokerPidFile = "cordon-broker.pid"
 	brokerRole    = "__broker"
 	// maxSocketPath is the room in sockaddr_un.sun_path, without its NUL.
@@ -55,9 +57,13 @@ func brokered(b Boundary) bool {
 	return len(b.Deny) > 0 || len(b.Protect) > 0 || b.Audit != ""
 }
 
-// brokerSocketPath is the listener path of container id.
+// brokerSocketPath is the listener path of container id: beside the
+// state directories (list reads directories only), named by a digest of
+// the id, since a socket's path is short and ids are long (podman's and
+// containerd's are 64 characters).
 func brokerSocketPath(g *globals, id string) (string, error) {
-	p := filepath.Join(g.root, id, brokerSocket)
+	sum := sha256.Sum256([]byte(id))
+	p := filepath.Join(g.root, ".cordon-broker-"+hex.EncodeToString(sum[:8])+".sock")
 	if len(p) > maxSocketPath {
 		return "", fmt.Errorf("%w: the broker's socket %s is longer than a unix socket path may be (%d bytes); fix: give a shorter --root", ErrUnsupported, p, maxSocketPath)
 	}
@@ -143,9 +149,12 @@ func allowedOutright(c *configs.Seccomp, name string) (bool, error) {
 }
 
 // brokerCreds are the ids the broker acts with: the container process's
-// user, as ids of the runtime's own user namespace.
+// user, as ids of the runtime's own user namespace. A runtime that cannot
+// switch ids (a user's, or root of a user namespace where setgroups is
+// denied: rootless podman with one id mapped, where the container can only
+// be that id) has the broker act as itself, as a rootless `cordon run` does.
 func brokerCreds(s *specs.Spec) (broker.Creds, error) {
-	if s.Process == nil {
+	if s.Process == nil || os.Geteuid() != 0 || setgroupsDenied() {
 		return broker.Creds{}, nil
 	}
 	u := s.Process.User
@@ -171,6 +180,12 @@ func brokerCreds(s *specs.Spec) (broker.Creds, error) {
 	return c, nil
 }
 
+// setgroupsDenied reports whether this user namespace refuses setgroups.
+func setgroupsDenied() bool {
+	b, err := os.ReadFile("/proc/self/setgroups")
+	return err == nil && strings.TrimSpace(string(b)) == "deny"
+}
+
 // hostID maps a container id through m (none: the same id).
 func hostID(m []specs.LinuxIDMapping, id uint32, kind string) (int, error) {
 	if m == nil {
@@ -188,6 +203,9 @@ func hostID(m []specs.LinuxIDMapping, id uint32, kind string) (int, error) {
 // directory exists) and starts the supervisor that serves it. The
 // returned stop ends it (a failed create).
 func startBroker(g *globals, sock string, cfg brokerConfig) (stop func(), err error) {
+	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("the broker's socket: %w", err)
+	}
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("the broker's socket: %w", err)
@@ -226,35 +244,42 @@ func startBroker(g *globals, sock string, cfg brokerConfig) (stop func(), err er
 	}
 	pid := cmd.Process.Pid
 	_ = cmd.Process.Release()
-	if err := os.WriteFile(filepath.Join(filepath.Dir(sock), brokerPidFile), []byte(strconv.Itoa(pid)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(g.root, cfg.ID, brokerPidFile), []byte(strconv.Itoa(pid)), 0o600); err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
+		_ = os.Remove(sock)
 		return nil, fmt.Errorf("record the broker: %w", err)
 	}
-	return stopBrokerOf(filepath.Dir(sock)), nil
+	return stopBrokerOf(g, cfg.ID), nil
 }
 
-// stopBrokerOf returns what ends the supervisor of the container whose
-// state directory is dir, once the container is gone: it is told to stop
-// (SIGTERM: it flushes and exits) and waited for, then killed. Call it
-// before the state directory is removed; the function it returns after.
-func stopBrokerOf(dir string) func() {
-	data, err := os.ReadFile(filepath.Join(dir, brokerPidFile))
+// stopBrokerOf returns what ends the supervisor of container id once the
+// container is gone: it is told to stop (SIGTERM: it flushes and exits)
+// and waited for, then killed, and its socket is removed. Call it before
+// the state directory is removed; the function it returns after.
+func stopBrokerOf(g *globals, id string) func() {
+	removeSocket := func() {
+		if sock, err := brokerSocketPath(g, id); err == nil {
+			_ = os.Remove(sock)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(g.root, id, brokerPidFile))
 	if err != nil {
-		return func() {}
+		return removeSocket
 	}
 	pid, err := strconv.Atoi(string(data))
 	if err != nil || pid <= 0 {
-		return func() {}
+		return removeSocket
 	}
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
-		return func() {} // gone already
+		return removeSocket // gone already
 	}
 	if !isBroker(pid) {
 		unix.Close(pidfd)
-		return func() {}
+		return removeSocket
 	}
 	return func() {
+		defer removeSocket()
 		defer unix.Close(pidfd)
 		_ = unix.PidfdSendSignal(pidfd, unix.SIGTERM, nil, 0)
 		if waitPidfd(pidfd, 10*time.Second) {

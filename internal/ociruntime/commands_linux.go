@@ -216,7 +216,7 @@ func deleteCmd(g *globals, args []string) (int, error) {
 	}
 	id := rest[0]
 	// The broker's supervisor (if any) ends once the container is gone.
-	stop := stopBrokerOf(filepath.Join(g.root, id))
+	stop := stopBrokerOf(g, id)
 	c, err := getContainer(g, id)
 	if err != nil {
 		if errors.Is(err, libcontainer.ErrNotExist) {

@@ -92,6 +92,8 @@ func brokerMain(args []string) int {
 	case <-s.ready:
 		s.waitInit(term)
 	}
+	// No process of the container is left to send a descriptor.
+	_ = os.Remove(l.Addr().String())
 	l.Close()
 	s.stopAll()
 	return 0
