@@ -62,14 +62,15 @@ func applyAnnotations(s *specs.Spec) (Boundary, error) {
 	return b, nil
 }
 
-// refuseUnenforced fails closed on what this mode does not enforce: the
-// network allow list, and any boundary in a container that could undo
-// mounts (CAP_SYS_ADMIN).
+// refuseUnenforced fails closed on what this mode does not enforce: an
+// allow list on a network the guard cannot stand in front of, and any
+// boundary in a container that could undo mounts (CAP_SYS_ADMIN).
 func refuseUnenforced(b Boundary, s *specs.Spec) error {
 	var errs []error
 	if len(b.Allow) > 0 {
-		errs = append(errs, &AnnotationError{Annotation: AnnotationNetworkAllow, Problem: "is valid but not enforced by cordon-oci yet, and a container is not run without what it asks",
-			Fix: "leave it out (and restrict egress with the cluster's network policy), or run the job with `cordon run`, which enforces it"})
+		if err := checkNetwork(s); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if p := s.Process; p != nil && p.Capabilities != nil && slices.Contains(p.Capabilities.Bounding, "CAP_SYS_ADMIN") {
 		errs = append(errs, &AnnotationError{Annotation: annotationPrefix + "*", Problem: "the container has CAP_SYS_ADMIN, with which it could unmount what deny and protect mount",

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -47,6 +48,7 @@ type brokerConfig struct {
 	ID      string       `json:"id"`
 	Deny    []string     `json:"deny,omitempty"`
 	Protect []string     `json:"protect,omitempty"`
+	Allow   []string     `json:"allow,omitempty"`
 	Audit   string       `json:"audit,omitempty"`
 	Creds   broker.Creds `json:"creds"`
 	Command []string     `json:"command,omitempty"`
@@ -54,7 +56,7 @@ type brokerConfig struct {
 
 // brokered reports whether b needs the broker.
 func brokered(b Boundary) bool {
-	return len(b.Deny) > 0 || len(b.Protect) > 0 || b.Audit != ""
+	return len(b.Deny) > 0 || len(b.Protect) > 0 || b.Audit != "" || len(b.Allow) > 0
 }
 
 // brokerSocketPath is the listener path of container id: beside the
@@ -199,34 +201,62 @@ func hostID(m []specs.LinuxIDMapping, id uint32, kind string) (int, error) {
 	return -1, fmt.Errorf("%w: the process's %s %d is not mapped by the spec's user namespace; fix: map it in linux.%sMappings", ErrUsage, kind, id, kind)
 }
 
-// startBroker binds the listener socket of the container (its state
-// directory exists) and starts the supervisor that serves it. The
-// returned stop ends it (a failed create).
-func startBroker(g *globals, sock string, cfg brokerConfig) (stop func(), err error) {
+// startBroker binds the listener socket of the container and starts the
+// supervisor that serves it, before the container is created: with an
+// allow list the supervisor makes the network namespace the container
+// joins (netns, its path) and the guard in front of it first. It says it
+// is ready (or why not) on a pipe. stop ends it once the container is
+// destroyed.
+func startBroker(g *globals, sock string, cfg brokerConfig) (pid int, netns string, stop func(), err error) {
 	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("the broker's socket: %w", err)
+		return 0, "", nil, fmt.Errorf("the broker's socket: %w", err)
 	}
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
-		return nil, fmt.Errorf("the broker's socket: %w", err)
+		return 0, "", nil, fmt.Errorf("the broker's socket: %w", err)
 	}
 	l.SetUnlinkOnClose(false)
 	defer l.Close()
+	removeSocket := func() { _ = os.Remove(sock) }
 	if err := os.Chmod(sock, 0o600); err != nil {
-		return nil, fmt.Errorf("the broker's socket: %w", err)
+		removeSocket()
+		return 0, "", nil, fmt.Errorf("the broker's socket: %w", err)
 	}
+	pid, reply, err := spawnBroker(g, l, cfg)
+	if err != nil {
+		removeSocket()
+		return 0, "", nil, err
+	}
+	stop = stopper(pid, removeSocket)
+	switch {
+	case reply == "ok":
+	case strings.HasPrefix(reply, "ok "):
+		netns = strings.TrimPrefix(reply, "ok ")
+	default:
+		stop()
+		if reply == "" {
+			reply = "it exited without a word"
+		}
+		return 0, "", nil, fmt.Errorf("cordon-oci's supervisor of the container did not start: %s", strings.TrimPrefix(reply, "error: "))
+	}
+	return pid, netns, stop, nil
+}
+
+// spawnBroker starts the supervisor (fd 3: the listener, fd 4: the pipe
+// it answers on) and reads its answer.
+func spawnBroker(g *globals, l *net.UnixListener, cfg brokerConfig) (int, string, error) {
 	lf, err := l.File()
 	if err != nil {
-		return nil, fmt.Errorf("the broker's socket: %w", err)
+		return 0, "", fmt.Errorf("the broker's socket: %w", err)
 	}
 	defer lf.Close()
 	data, err := json.Marshal(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("the broker's config: %w", err)
+		return 0, "", fmt.Errorf("the broker's config: %w", err)
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("find cordon-oci's own binary: %w", err)
+		return 0, "", fmt.Errorf("find cordon-oci's own binary: %w", err)
 	}
 	args := []string{"--root", g.root, "--log-format", g.logFormat}
 	if g.log != "" {
@@ -235,27 +265,34 @@ func startBroker(g *globals, sock string, cfg brokerConfig) (stop func(), err er
 	if g.debug {
 		args = append(args, "--debug")
 	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, "", fmt.Errorf("the broker's pipe: %w", err)
+	}
+	defer r.Close()
 	cmd := exec.Command(exe, append(args, brokerRole, string(data))...)
 	cmd.Args[0] = "cordon-oci"
-	cmd.ExtraFiles = []*os.File{lf} // fd 3
+	cmd.ExtraFiles = []*os.File{lf, w}
 	cmd.SysProcAttr = &unix.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the broker: %w", err)
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return 0, "", fmt.Errorf("start the broker: %w", err)
 	}
 	pid := cmd.Process.Pid
 	_ = cmd.Process.Release()
-	if err := os.WriteFile(filepath.Join(g.root, cfg.ID, brokerPidFile), []byte(strconv.Itoa(pid)), 0o600); err != nil {
+	reply, err := io.ReadAll(io.LimitReader(r, 64<<10))
+	if err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
-		_ = os.Remove(sock)
-		return nil, fmt.Errorf("record the broker: %w", err)
+		return 0, "", fmt.Errorf("the broker's answer: %w", err)
 	}
-	return stopBrokerOf(g, cfg.ID), nil
+	return pid, strings.TrimSpace(string(reply)), nil
 }
 
-// stopBrokerOf returns what ends the supervisor of container id once the
-// container is gone: it is told to stop (SIGTERM: it flushes and exits)
-// and waited for, then killed, and its socket is removed. Call it before
-// the state directory is removed; the function it returns after.
+// stopBrokerOf returns what ends the supervisor of container id (its pid
+// is in the state directory) once the container is gone; see stopper.
+// Call it before the state directory is removed; the function it returns
+// after.
 func stopBrokerOf(g *globals, id string) func() {
 	removeSocket := func() {
 		if sock, err := brokerSocketPath(g, id); err == nil {
@@ -270,16 +307,24 @@ func stopBrokerOf(g *globals, id string) func() {
 	if err != nil || pid <= 0 {
 		return removeSocket
 	}
+	return stopper(pid, removeSocket)
+}
+
+// stopper returns what ends the supervisor pid: it is told to stop
+// (SIGTERM: it flushes and exits) and waited for, then killed; then
+// cleanup runs. The process is held by a pidfd from now, so a reused pid
+// is never signalled.
+func stopper(pid int, cleanup func()) func() {
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
-		return removeSocket // gone already
+		return cleanup // gone already
 	}
 	if !isBroker(pid) {
 		unix.Close(pidfd)
-		return removeSocket
+		return cleanup
 	}
 	return func() {
-		defer removeSocket()
+		defer cleanup()
 		defer unix.Close(pidfd)
 		_ = unix.PidfdSendSignal(pidfd, unix.SIGTERM, nil, 0)
 		if waitPidfd(pidfd, 10*time.Second) {
@@ -327,9 +372,10 @@ func waitPidfd(pidfd int, d time.Duration) bool {
 	}
 }
 
-// createBrokered makes the container with the broker's filter and starts
-// its supervisor; the audit log's start record is written first, so that
-// a log that cannot be written fails create.
+// createBrokered starts the container's supervisor and makes the
+// container with the broker's filter (and, with an allow list, in the
+// guard's network namespace). The audit log's start record is written
+// first, so that a log that cannot be written fails create.
 func createBrokered(g *globals, id string, s *specs.Spec, cfg *configs.Config, b Boundary) (*libcontainer.Container, func(), error) {
 	sock, err := brokerSocketPath(g, id)
 	if err != nil {
@@ -342,7 +388,7 @@ func createBrokered(g *globals, id string, s *specs.Spec, cfg *configs.Config, b
 	if err != nil {
 		return nil, nil, err
 	}
-	bc := brokerConfig{ID: id, Deny: b.Deny, Protect: b.Protect, Audit: b.Audit, Creds: creds}
+	bc := brokerConfig{ID: id, Deny: b.Deny, Protect: b.Protect, Allow: b.Allow, Audit: b.Audit, Creds: creds}
 	if s.Process != nil {
 		bc.Command = s.Process.Args
 	}
@@ -352,14 +398,22 @@ func createBrokered(g *globals, id string, s *specs.Spec, cfg *configs.Config, b
 				Fix: "give a host path whose folder exists and is writable by the runtime", Err: err}
 		}
 	}
-	c, err := libcontainer.Create(g.root, id, cfg)
+	pid, netns, stop, err := startBroker(g, sock, bc)
 	if err != nil {
 		return nil, nil, err
 	}
-	stop, err := startBroker(g, sock, bc)
+	if netns != "" {
+		joinNetns(cfg, netns)
+	}
+	c, err := libcontainer.Create(g.root, id, cfg)
 	if err != nil {
-		_ = c.Destroy()
+		stop()
 		return nil, nil, err
+	}
+	if err := os.WriteFile(filepath.Join(g.root, id, brokerPidFile), []byte(strconv.Itoa(pid)), 0o600); err != nil {
+		_ = c.Destroy()
+		stop()
+		return nil, nil, fmt.Errorf("record the broker: %w", err)
 	}
 	return c, stop, nil
 }

@@ -29,6 +29,7 @@ type supervisor struct {
 	bs     []*broker.Broker
 	initFD int // a pidfd of the container's init, once its descriptor came
 	ready  chan struct{}
+	net    *guardNet // the network guard, with an allow list
 }
 
 // observed is the container's policy, which hears of each refusal as it
@@ -86,6 +87,20 @@ func brokerMain(args []string) int {
 	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	// fd 4: create waits for the answer ("ok", "ok NETNS" or "error: ...").
+	answer := os.NewFile(4, "broker-ready")
+	reply := "ok"
+	if len(cfg.Allow) > 0 {
+		path, err := s.startNetwork()
+		if err != nil {
+			fmt.Fprintf(answer, "error: %v\n", err)
+			answer.Close()
+			return 1
+		}
+		reply += " " + path
+	}
+	fmt.Fprintln(answer, reply)
+	answer.Close()
 	go s.accept(l.(*net.UnixListener))
 	select {
 	case <-term:
@@ -96,6 +111,7 @@ func brokerMain(args []string) int {
 	_ = os.Remove(l.Addr().String())
 	l.Close()
 	s.stopAll()
+	s.stopNetwork()
 	return 0
 }
 
