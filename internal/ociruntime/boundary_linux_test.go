@@ -73,7 +73,6 @@ func TestOCIAnnotationRefused(t *testing.T) {
 		{"the whole container", "run.cordon.protect", "/", []string{"annotation run.cordon.protect", "whole container"}},
 		{"misspelt key", "run.cordon.dney", "/etc/secret", []string{"annotation run.cordon.dney", "not an annotation cordon-oci knows"}},
 		{"bad host", "run.cordon.network.allow", "bad host!", []string{"annotation run.cordon.network.allow", "is not host[:port]"}},
-		{"allow list not enforced", "run.cordon.network.allow", "github.com:443", []string{"annotation run.cordon.network.allow", "not enforced by cordon-oci"}},
 		{"audit log unwritable", "run.cordon.audit", "/nonexistent-cordon-dir/audit.jsonl", []string{"annotation run.cordon.audit", "cannot be written"}},
 		{"relative audit", "run.cordon.audit", "audit.jsonl", []string{"annotation run.cordon.audit", "not an absolute host path"}},
 	}

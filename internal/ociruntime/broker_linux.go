@@ -202,44 +202,42 @@ func hostID(m []specs.LinuxIDMapping, id uint32, kind string) (int, error) {
 }
 
 // startBroker binds the listener socket of the container and starts the
-// supervisor that serves it, before the container is created: with an
-// allow list the supervisor makes the network namespace the container
-// joins (netns, its path) and the guard in front of it first. It says it
-// is ready (or why not) on a pipe. stop ends it once the container is
-// destroyed.
-func startBroker(g *globals, sock string, cfg brokerConfig) (pid int, netns string, stop func(), err error) {
+// supervisor that serves it, before the container is created (with an
+// allow list it makes the network guard meanwhile). It says it is ready
+// (or why not) on a pipe. stop ends it once the container is destroyed.
+func startBroker(g *globals, sock string, cfg brokerConfig) (pid int, stop func(), err error) {
+	// The state root, as libcontainer.Create makes it.
+	if err := os.MkdirAll(g.root, 0o700); err != nil {
+		return 0, nil, fmt.Errorf("the state root: %w", err)
+	}
 	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0, "", nil, fmt.Errorf("the broker's socket: %w", err)
+		return 0, nil, fmt.Errorf("the broker's socket: %w", err)
 	}
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
-		return 0, "", nil, fmt.Errorf("the broker's socket: %w", err)
+		return 0, nil, fmt.Errorf("the broker's socket: %w", err)
 	}
 	l.SetUnlinkOnClose(false)
 	defer l.Close()
 	removeSocket := func() { _ = os.Remove(sock) }
 	if err := os.Chmod(sock, 0o600); err != nil {
 		removeSocket()
-		return 0, "", nil, fmt.Errorf("the broker's socket: %w", err)
+		return 0, nil, fmt.Errorf("the broker's socket: %w", err)
 	}
 	pid, reply, err := spawnBroker(g, l, cfg)
 	if err != nil {
 		removeSocket()
-		return 0, "", nil, err
+		return 0, nil, err
 	}
 	stop = stopper(pid, removeSocket)
-	switch {
-	case reply == "ok":
-	case strings.HasPrefix(reply, "ok "):
-		netns = strings.TrimPrefix(reply, "ok ")
-	default:
+	if reply != "ok" {
 		stop()
 		if reply == "" {
 			reply = "it exited without a word"
 		}
-		return 0, "", nil, fmt.Errorf("cordon-oci's supervisor of the container did not start: %s", strings.TrimPrefix(reply, "error: "))
+		return 0, nil, fmt.Errorf("cordon-oci's supervisor of the container did not start: %s", strings.TrimPrefix(reply, "error: "))
 	}
-	return pid, netns, stop, nil
+	return pid, stop, nil
 }
 
 // spawnBroker starts the supervisor (fd 3: the listener, fd 4: the pipe
@@ -373,8 +371,7 @@ func waitPidfd(pidfd int, d time.Duration) bool {
 }
 
 // createBrokered starts the container's supervisor and makes the
-// container with the broker's filter (and, with an allow list, in the
-// guard's network namespace). The audit log's start record is written
+// container with the broker's filter. The audit log's start record is written
 // first, so that a log that cannot be written fails create.
 func createBrokered(g *globals, id string, s *specs.Spec, cfg *configs.Config, b Boundary) (*libcontainer.Container, func(), error) {
 	sock, err := brokerSocketPath(g, id)
@@ -398,12 +395,9 @@ func createBrokered(g *globals, id string, s *specs.Spec, cfg *configs.Config, b
 				Fix: "give a host path whose folder exists and is writable by the runtime", Err: err}
 		}
 	}
-	pid, netns, stop, err := startBroker(g, sock, bc)
+	pid, stop, err := startBroker(g, sock, bc)
 	if err != nil {
 		return nil, nil, err
-	}
-	if netns != "" {
-		joinNetns(cfg, netns)
 	}
 	c, err := libcontainer.Create(g.root, id, cfg)
 	if err != nil {

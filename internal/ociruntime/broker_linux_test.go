@@ -58,7 +58,7 @@ func TestOCIBrokerProtectHeld(t *testing.T) {
 	// Without the annotations the same plant lands: the test can fail.
 	args := append(p.runArgs("--rm"), p.image, "sh", "-c", plantScript(plants[0].try, plants[0].check))
 	if r := p.run(t, args...); !strings.Contains(r.stdout, "planted") || strings.Contains(r.stdout, "held") {
-		t.Errorf("without annotations: stdout %q stderr %q; want the hook planted", r.stdout, r.stderr)
+		t.Errorf("without annotations: exit %d stdout %q stderr %q; want the hook planted", r.code, r.stdout, r.stderr)
 	}
 }
 

@@ -53,8 +53,10 @@ var (
 var nativeArch = map[string]uint32{"amd64": unix.AUDIT_ARCH_X86_64, "arm64": unix.AUDIT_ARCH_AARCH64}
 
 // passInitFIFO receives the first call on fd, which must be the init's
-// (pid) reopen of its exec FIFO, and lets the kernel perform it.
-func passInitFIFO(fd, pid int) error {
+// (pid) reopen of its exec FIFO, and lets the kernel perform it; with
+// refuse set (the network guard could not be attached) it fails the call,
+// and so the container, and returns refuse.
+func passInitFIFO(fd, pid int, refuse error) error {
 	var n seccompNotif
 	for {
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
@@ -77,7 +79,11 @@ func passInitFIFO(fd, pid int) error {
 		break
 	}
 	resp := seccompNotifResp{ID: n.ID, Error: -int32(unix.EPERM)}
-	if err := initFIFOCall(n, pid); err != nil {
+	err := refuse
+	if err == nil {
+		err = initFIFOCall(n, pid)
+	}
+	if err != nil {
 		_ = ioctl(fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
 		return err
 	}

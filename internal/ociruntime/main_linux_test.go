@@ -82,7 +82,7 @@ func makeRootfs(root string) error {
 	if err := os.WriteFile(filepath.Join(root, "bin", "busybox"), data, 0o755); err != nil {
 		return err
 	}
-	for _, a := range []string{"sh", "true", "false", "sleep", "cat", "echo", "ls", "touch", "rm", "mv", "mkdir", "tty", "kill", "umount", "stat", "id"} {
+	for _, a := range []string{"sh", "true", "false", "sleep", "cat", "echo", "ls", "touch", "rm", "mv", "mkdir", "tty", "kill", "umount", "stat", "id", "nc", "grep", "printf"} {
 		if err := os.Symlink("busybox", filepath.Join(root, "bin", a)); err != nil {
 			return err
 		}

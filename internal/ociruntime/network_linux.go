@@ -4,24 +4,26 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 
-	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/internal/netguard"
 )
 
 // A container with run.cordon.network.allow gets cordon's network guard
-// as a `cordon run` sandbox does: its supervisor makes a network namespace
-// of its own (it belongs to the runtime's user namespace), the guard's tun
-// device, routes and DNS sockets in it, and attaches the guard (its
-// userspace stack decides each connection by the allow list, with the SNI
-// and Host checks) before the container exists; the container's init
-// joins that namespace instead of making one. So the guard sees every
-// packet from the first, and the namespace ends with the container.
+// as a `cordon run` sandbox does: the container's init makes its network
+// namespace as under runc, and its supervisor, before it lets the init's
+// last call through (the exec FIFO, see initfifo_linux.go), makes the
+// guard's tun device, routes and DNS sockets in that namespace and
+// attaches the guard (its userspace stack decides each connection by the
+// allow list, with the SNI and Host checks). So the container's command
+// starts only once the guard sees every packet, and the namespace, with
+// the device, ends with the container.
 
 // checkNetwork refuses an allow list on a container whose network is not
 // its own new namespace: one that shares the host's (podman --network
@@ -47,48 +49,77 @@ func checkNetwork(s *specs.Spec) error {
 	return nil
 }
 
-// joinNetns has the container's init join path instead of making a
-// network namespace.
-func joinNetns(cfg *configs.Config, path string) {
-	cfg.Namespaces.Remove(configs.NEWNET)
-	cfg.Namespaces.Add(configs.NEWNET, path)
-}
-
 // guardNet is the supervisor's network guard.
 type guardNet struct {
-	g  *netguard.Guard
-	ns *os.File
+	g     *netguard.Guard
+	rules []netguard.Rule
 }
 
-// startNetwork makes the namespace, its device and the guard, and returns
-// the path the init joins the namespace by.
-func (s *supervisor) startNetwork() (string, error) {
+// startNetwork makes the guard (its policy and stack need no container),
+// while the container is made.
+func (s *supervisor) startNetwork() error {
 	rules, err := netguard.ParseRules(s.cfg.Allow)
 	if err != nil {
-		return "", fmt.Errorf("network allow list: %w", err)
+		return fmt.Errorf("network allow list: %w", err)
 	}
 	g, err := netguard.New(netguard.Config{Allow: s.cfg.Allow, OnEvent: s.netEvent})
 	if err != nil {
-		return "", fmt.Errorf("network allow list: %w", err)
+		return fmt.Errorf("network allow list: %w", err)
 	}
-	ns, err := netguard.NewNamespace()
+	s.net = &guardNet{g: g, rules: rules}
+	return nil
+}
+
+// attachNetwork makes the guard's device in the network namespace of the
+// container's init (pid), which has not started the command yet, and
+// attaches the guard to it. A locked thread joins the namespace and ends
+// there: the runtime's user may own the container's namespace (rootless
+// podman) but not the one it would go back to.
+func (s *supervisor) attachNetwork(pid int) error {
+	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
 	if err != nil {
-		g.Close()
-		return "", fmt.Errorf("network allow list: %w", err)
+		return fmt.Errorf("network allow list: the container's network namespace: %w", err)
 	}
-	dev, err := netguard.TunIn(ns, netguard.LoopbackResolvers("/etc/resolv.conf"), netguard.LoopbackForwards(rules))
-	if err == nil {
-		if err = g.Attach(dev); err != nil {
-			dev.Close()
+	defer ns.Close()
+	if same, err := sameFile(ns, "/proc/self/ns/net"); err != nil || same {
+		return fmt.Errorf("network allow list: the container has no network namespace of its own (%v)", err)
+	}
+	type result struct {
+		dev *netguard.Device
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- result{err: fmt.Errorf("join the container's network namespace: %w", err)}
+			return
 		}
+		dev, err := netguard.MakeTun(netguard.LoopbackResolvers("/etc/resolv.conf"), netguard.LoopbackForwards(s.net.rules))
+		ch <- result{dev, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		return fmt.Errorf("network allow list: %w", r.err)
 	}
-	if err != nil {
-		ns.Close()
-		g.Close()
-		return "", fmt.Errorf("network allow list: %w", err)
+	r.dev.EndsWithNamespace = true
+	if err := s.net.g.Attach(r.dev); err != nil {
+		r.dev.Close()
+		return fmt.Errorf("network allow list: %w", err)
 	}
-	s.net = &guardNet{g: g, ns: ns}
-	return fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), ns.Fd()), nil
+	return nil
+}
+
+// sameFile reports whether f is the file at path (a namespace).
+func sameFile(f *os.File, path string) (bool, error) {
+	var a, b unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &a); err != nil {
+		return false, err
+	}
+	if err := unix.Stat(path, &b); err != nil {
+		return false, err
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino, nil
 }
 
 // stopNetwork closes the guard (the container is gone).
@@ -99,7 +130,6 @@ func (s *supervisor) stopNetwork() {
 	if err := s.net.g.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 		logrus.WithField("container", s.cfg.ID).Errorf("cordon-oci network guard: %v", err)
 	}
-	s.net.ns.Close()
 	s.net = nil
 }
 

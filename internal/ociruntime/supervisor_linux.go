@@ -89,17 +89,14 @@ func brokerMain(args []string) int {
 	signal.Notify(term, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 	// fd 4: create waits for the answer ("ok", "ok NETNS" or "error: ...").
 	answer := os.NewFile(4, "broker-ready")
-	reply := "ok"
 	if len(cfg.Allow) > 0 {
-		path, err := s.startNetwork()
-		if err != nil {
+		if err := s.startNetwork(); err != nil {
 			fmt.Fprintf(answer, "error: %v\n", err)
 			answer.Close()
 			return 1
 		}
-		reply += " " + path
 	}
-	fmt.Fprintln(answer, reply)
+	fmt.Fprintln(answer, "ok")
 	answer.Close()
 	go s.accept(l.(*net.UnixListener))
 	select {
@@ -152,7 +149,7 @@ func (s *supervisor) serve(st specs.ContainerProcessState, fd int) {
 	first := s.initFD < 0
 	s.mu.Unlock()
 	if first {
-		if err := passInitFIFO(fd, st.State.Pid); err != nil {
+		if err := s.beforeCommand(fd, st.State.Pid); err != nil {
 			logrus.WithField("container", s.cfg.ID).Errorf("cordon-oci broker: %v", err)
 		}
 	}
@@ -169,6 +166,17 @@ func (s *supervisor) serve(st specs.ContainerProcessState, fd int) {
 		s.initFD = pidfd
 		close(s.ready)
 	}
+}
+
+// beforeCommand attaches the network guard (with an allow list) while the
+// init waits in its last call, then lets that call through; a guard that
+// cannot be attached fails the call, and so the container.
+func (s *supervisor) beforeCommand(fd, pid int) error {
+	var netErr error
+	if s.net != nil {
+		netErr = s.attachNetwork(pid)
+	}
+	return passInitFIFO(fd, pid, netErr)
 }
 
 func (s *supervisor) stopAll() {
