@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -202,9 +201,13 @@ func hostID(m []specs.LinuxIDMapping, id uint32, kind string) (int, error) {
 }
 
 // startBroker binds the listener socket of the container and starts the
-// supervisor that serves it, before the container is created (with an
-// allow list it makes the network guard meanwhile). It says it is ready
-// (or why not) on a pipe. stop ends it once the container is destroyed.
+// supervisor that serves it, before the container is created. create does
+// not wait for it: the socket queues libcontainer's connection until the
+// supervisor accepts it, and the container's command starts only once
+// the supervisor has let the init's last call through (initfifo_linux.go);
+// a supervisor that failed leaves that call, and so the container,
+// failed, with its reason in the runtime log. stop ends it once the
+// container is destroyed.
 func startBroker(g *globals, sock string, cfg brokerConfig) (pid int, stop func(), err error) {
 	// The state root, as libcontainer.Create makes it.
 	if err := os.MkdirAll(g.root, 0o700); err != nil {
@@ -224,37 +227,28 @@ func startBroker(g *globals, sock string, cfg brokerConfig) (pid int, stop func(
 		removeSocket()
 		return 0, nil, fmt.Errorf("the broker's socket: %w", err)
 	}
-	pid, reply, err := spawnBroker(g, l, cfg)
+	pid, err = spawnBroker(g, l, cfg)
 	if err != nil {
 		removeSocket()
 		return 0, nil, err
 	}
-	stop = stopper(pid, removeSocket)
-	if reply != "ok" {
-		stop()
-		if reply == "" {
-			reply = "it exited without a word"
-		}
-		return 0, nil, fmt.Errorf("cordon-oci's supervisor of the container did not start: %s", strings.TrimPrefix(reply, "error: "))
-	}
-	return pid, stop, nil
+	return pid, stopper(pid, removeSocket), nil
 }
 
-// spawnBroker starts the supervisor (fd 3: the listener, fd 4: the pipe
-// it answers on) and reads its answer.
-func spawnBroker(g *globals, l *net.UnixListener, cfg brokerConfig) (int, string, error) {
+// spawnBroker starts the supervisor, with the listener as its fd 3.
+func spawnBroker(g *globals, l *net.UnixListener, cfg brokerConfig) (int, error) {
 	lf, err := l.File()
 	if err != nil {
-		return 0, "", fmt.Errorf("the broker's socket: %w", err)
+		return 0, fmt.Errorf("the broker's socket: %w", err)
 	}
 	defer lf.Close()
 	data, err := json.Marshal(cfg)
 	if err != nil {
-		return 0, "", fmt.Errorf("the broker's config: %w", err)
+		return 0, fmt.Errorf("the broker's config: %w", err)
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return 0, "", fmt.Errorf("find cordon-oci's own binary: %w", err)
+		return 0, fmt.Errorf("find cordon-oci's own binary: %w", err)
 	}
 	args := []string{"--root", g.root, "--log-format", g.logFormat}
 	if g.log != "" {
@@ -263,28 +257,16 @@ func spawnBroker(g *globals, l *net.UnixListener, cfg brokerConfig) (int, string
 	if g.debug {
 		args = append(args, "--debug")
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return 0, "", fmt.Errorf("the broker's pipe: %w", err)
-	}
-	defer r.Close()
 	cmd := exec.Command(exe, append(args, brokerRole, string(data))...)
 	cmd.Args[0] = "cordon-oci"
-	cmd.ExtraFiles = []*os.File{lf, w}
+	cmd.ExtraFiles = []*os.File{lf}
 	cmd.SysProcAttr = &unix.SysProcAttr{Setsid: true}
-	err = cmd.Start()
-	w.Close()
-	if err != nil {
-		return 0, "", fmt.Errorf("start the broker: %w", err)
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start the broker: %w", err)
 	}
 	pid := cmd.Process.Pid
 	_ = cmd.Process.Release()
-	reply, err := io.ReadAll(io.LimitReader(r, 64<<10))
-	if err != nil {
-		_ = unix.Kill(pid, unix.SIGKILL)
-		return 0, "", fmt.Errorf("the broker's answer: %w", err)
-	}
-	return pid, strings.TrimSpace(string(reply)), nil
+	return pid, nil
 }
 
 // stopBrokerOf returns what ends the supervisor of container id (its pid

@@ -30,6 +30,8 @@ type supervisor struct {
 	initFD int // a pidfd of the container's init, once its descriptor came
 	ready  chan struct{}
 	net    *guardNet // the network guard, with an allow list
+	// netReady says whether the guard was made (nil: no allow list).
+	netReady chan error
 }
 
 // observed is the container's policy, which hears of each refusal as it
@@ -87,17 +89,12 @@ func brokerMain(args []string) int {
 	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
-	// fd 4: create waits for the answer ("ok", "ok NETNS" or "error: ...").
-	answer := os.NewFile(4, "broker-ready")
 	if len(cfg.Allow) > 0 {
-		if err := s.startNetwork(); err != nil {
-			fmt.Fprintf(answer, "error: %v\n", err)
-			answer.Close()
-			return 1
-		}
+		// The guard is made while the container is; attachNetwork
+		// waits for it.
+		s.netReady = make(chan error, 1)
+		go func() { s.netReady <- s.startNetwork() }()
 	}
-	fmt.Fprintln(answer, "ok")
-	answer.Close()
 	go s.accept(l.(*net.UnixListener))
 	select {
 	case <-term:
@@ -173,8 +170,10 @@ func (s *supervisor) serve(st specs.ContainerProcessState, fd int) {
 // cannot be attached fails the call, and so the container.
 func (s *supervisor) beforeCommand(fd, pid int) error {
 	var netErr error
-	if s.net != nil {
-		netErr = s.attachNetwork(pid)
+	if s.netReady != nil {
+		if netErr = <-s.netReady; netErr == nil {
+			netErr = s.attachNetwork(pid)
+		}
 	}
 	return passInitFIFO(fd, pid, netErr)
 }
