@@ -86,8 +86,8 @@ echo "== caches, toolchains and CA files as uid $uid (rootless): the caches are 
 (cd "$work" && "${as_user[@]}" "$work/cachedir.test" -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
 echo "== host files cordon writes (report, audit log) as uid $uid (rootless)"
 (cd "$work" && "${as_user[@]}" "$work/hostfile.test" -test.count=1 -test.v 2>&1 | tail -n 20)
-echo "== cordon-oci under rootless podman as uid $uid: run, exec, a TTY, stop, deny and protect held, annotations refused"
-(cd "$work" && "${as_user[@]}" "XDG_RUNTIME_DIR=$work/xdg" "CORDON_OCI_BIN=$work/cordon-oci" "$work/ociruntime.test" -test.count=1 \
-  -test.run 'TestOCIPodman|TestOCIDeny|TestOCIAnnotation|TestOCIPrivileged|TestOCICommandLine|TestParseBoundary' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
+echo "== cordon-oci under rootless podman as uid $uid: run, exec, a TTY, stop, deny and protect held (the broker's plants too), the allow list held, annotations refused"
+(cd "$work" && "${with_tun[@]}" "${as_user[@]}" "XDG_RUNTIME_DIR=$work/xdg" "CORDON_OCI_BIN=$work/cordon-oci" "$work/ociruntime.test" -test.count=1 \
+  -test.run 'TestOCIPodman|TestOCIDeny|TestOCIBrokerProtectHeld|TestOCINetwork|TestOCIAnnotation|TestOCIPrivileged|TestOCICommandLine|TestParseBoundary' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
 echo "== escape suite as uid $uid (rootless)"
 (cd "$work" && "${as_user[@]}" "CORDON_BIN=$work/cordon" bash "$work/hack/escape-suite.sh")

@@ -14,66 +14,63 @@ import (
 )
 
 // applyAnnotations reads the bundle's run.cordon.* annotations and adds
-// what they ask to s; a bundle without them is left as it is.
-func applyAnnotations(s *specs.Spec) error {
+// the mounts they ask to s; a bundle without them is left as it is. The
+// broker (broker_linux.go) decides the rest: a protected path missing
+// from the image stays missing, and the broker refuses its creation.
+func applyAnnotations(s *specs.Spec) (Boundary, error) {
 	if s.Root == nil || s.Root.Path == "" {
-		return errors.New("root.path must be set in the bundle's spec")
+		return Boundary{}, errors.New("root.path must be set in the bundle's spec")
 	}
 	rootfs, err := filepath.Abs(s.Root.Path)
 	if err != nil {
-		return err
+		return Boundary{}, err
 	}
 	b, err := ParseBoundary(s.Annotations, rootfs)
 	if err != nil {
-		return err
+		return Boundary{}, err
 	}
 	if b.Empty() {
-		return nil
+		return b, nil
 	}
 	if err := refuseUnenforced(b, s); err != nil {
-		return err
+		return Boundary{}, err
 	}
 	for _, p := range b.Deny {
 		m, err := denyMount(rootfs, p)
 		if err != nil {
-			return err
+			return Boundary{}, err
 		}
 		s.Mounts = append(s.Mounts, m)
 	}
 	for _, p := range b.Protect {
 		_, exists, err := kindInRoot(rootfs, p)
 		if err != nil {
-			return err
+			return Boundary{}, err
 		}
 		if !exists {
-			// A missing protected path must not be created later: it
-			// becomes an empty read-only directory.
-			s.Mounts = append(s.Mounts, placeholderDir(p))
 			continue
 		}
 		// libcontainer binds a read-only path onto itself after every
-		// mount, so it also covers a path inside a volume.
+		// mount, so it also covers a path inside a volume: a second
+		// layer under the broker's decision.
 		if s.Linux == nil {
 			s.Linux = &specs.Linux{}
 		}
 		s.Linux.ReadonlyPaths = append(s.Linux.ReadonlyPaths, p)
 	}
 	logrus.WithFields(logrus.Fields{"deny": b.Deny, "protect": b.Protect}).Debug("cordon boundary applied")
-	return nil
+	return b, nil
 }
 
-// refuseUnenforced fails closed on what this mode does not enforce: the
-// network allow list and the audit log, and any boundary in a container
-// that could undo mounts (CAP_SYS_ADMIN).
+// refuseUnenforced fails closed on what this mode does not enforce: an
+// allow list on a network the guard cannot stand in front of, and any
+// boundary in a container that could undo mounts (CAP_SYS_ADMIN).
 func refuseUnenforced(b Boundary, s *specs.Spec) error {
 	var errs []error
 	if len(b.Allow) > 0 {
-		errs = append(errs, &AnnotationError{Annotation: AnnotationNetworkAllow, Problem: "is valid but not enforced by cordon-oci yet, and a container is not run without what it asks",
-			Fix: "leave it out (and restrict egress with the cluster's network policy), or run the job with `cordon run`, which enforces it"})
-	}
-	if b.Audit != "" {
-		errs = append(errs, &AnnotationError{Annotation: AnnotationAudit, Problem: "is valid but not written by cordon-oci yet",
-			Fix: "leave it out; the refusals of deny and protect are the container's own EACCES and EROFS"})
+		if err := checkNetwork(s); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if p := s.Process; p != nil && p.Capabilities != nil && slices.Contains(p.Capabilities.Bounding, "CAP_SYS_ADMIN") {
 		errs = append(errs, &AnnotationError{Annotation: annotationPrefix + "*", Problem: "the container has CAP_SYS_ADMIN, with which it could unmount what deny and protect mount",

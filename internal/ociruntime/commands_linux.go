@@ -215,9 +215,12 @@ func deleteCmd(g *globals, args []string) (int, error) {
 		return -1, err
 	}
 	id := rest[0]
+	// The broker's supervisor (if any) ends once the container is gone.
+	stop := stopBrokerOf(g, id)
 	c, err := getContainer(g, id)
 	if err != nil {
 		if errors.Is(err, libcontainer.ErrNotExist) {
+			defer stop()
 			// The state directory may be left from a failed create.
 			path := filepath.Join(g.root, id)
 			if e := os.RemoveAll(path); e != nil {
@@ -230,6 +233,7 @@ func deleteCmd(g *globals, args []string) (int, error) {
 		return -1, err
 	}
 	if force {
+		defer stop()
 		return 0, killContainer(c)
 	}
 	s, err := c.Status()
@@ -238,8 +242,10 @@ func deleteCmd(g *globals, args []string) (int, error) {
 	}
 	switch s {
 	case libcontainer.Stopped:
+		defer stop()
 		return 0, c.Destroy()
 	case libcontainer.Created:
+		defer stop()
 		return 0, killContainer(c)
 	default:
 		return -1, fmt.Errorf("cannot delete container %s that is not stopped: %s", id, s)

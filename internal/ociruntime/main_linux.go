@@ -92,6 +92,9 @@ func Main(args []string, version string) int {
 		return fatal(err, 1)
 	}
 	name := rest[0]
+	if name == brokerRole {
+		return brokerMain(rest[1:])
+	}
 	c, ok := cmds[name]
 	if !ok {
 		return fatal(fmt.Errorf("%w: command %q; cordon-oci answers %s", ErrUnsupported, name, strings.Join(cmdNames(), ", ")), 1)

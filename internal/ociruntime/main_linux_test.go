@@ -70,7 +70,7 @@ func makeRootfs(root string) error {
 	if err != nil {
 		return fmt.Errorf("no busybox (install busybox-static: make deps): %w", err)
 	}
-	for _, d := range []string{"bin", "etc", "data", "keys", "tmp", "proc", "dev", "sys"} {
+	for _, d := range []string{"bin", "etc", "data", "keys", "tmp", "proc", "dev", "sys", "repo/.git/hooks"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			return err
 		}
@@ -82,13 +82,13 @@ func makeRootfs(root string) error {
 	if err := os.WriteFile(filepath.Join(root, "bin", "busybox"), data, 0o755); err != nil {
 		return err
 	}
-	for _, a := range []string{"sh", "true", "false", "sleep", "cat", "echo", "ls", "touch", "rm", "mv", "mkdir", "tty", "kill", "umount", "stat", "id"} {
+	for _, a := range []string{"sh", "true", "false", "sleep", "cat", "echo", "ls", "touch", "rm", "mv", "mkdir", "tty", "kill", "umount", "stat", "id", "nc", "grep", "printf"} {
 		if err := os.Symlink("busybox", filepath.Join(root, "bin", a)); err != nil {
 			return err
 		}
 	}
 	files := map[string]string{"etc/secret": "topsecret\n", "etc/app.conf": "cfg\n", "keys/k1": "key\n",
-		"etc/passwd": "root:x:0:0:root:/:/bin/sh\n", "etc/group": "root:x:0:\n"}
+		"etc/passwd": "root:x:0:0:root:/:/bin/sh\n", "etc/group": "root:x:0:\n", "repo/.git/HEAD": "ref: refs/heads/main\n"}
 	for p, c := range files {
 		if err := os.WriteFile(filepath.Join(root, p), []byte(c), 0o644); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -170,6 +171,7 @@ func (p *podman) assertNoLeftovers(t *testing.T) {
 	t.Helper()
 	takeSnapshot(t).assertNothingNew(t, p.before)
 	assertNoProcess(t, testMarker)
+	assertNoBroker(t)
 	assertNoMount(t, p.dir)
 }
 
@@ -231,6 +233,23 @@ func assertNoProcess(t *testing.T, marker string) {
 		args := strings.Split(string(b), "\x00")
 		if len(args) >= 2 && filepath.Base(args[0]) == "sleep" && args[1] == marker {
 			t.Errorf("a container's process is left: %s %v", c, args)
+		}
+	}
+}
+
+// assertNoBroker checks that no container's broker supervisor (cordon-oci
+// __broker) outlived its container.
+func assertNoBroker(t *testing.T) {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, c := range procs {
+		b, err := os.ReadFile(c)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) >= 2 && args[0] == "cordon-oci" && slices.Contains(args, "__broker") {
+			t.Errorf("a broker supervisor is left: %s %v", c, args)
 		}
 	}
 }

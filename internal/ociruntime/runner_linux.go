@@ -36,6 +36,9 @@ type runner struct {
 	container       *libcontainer.Container
 	action          action
 	subCgroupPaths  map[string]string
+	// stopBroker ends the container's broker supervisor once the
+	// container is destroyed (nil: none).
+	stopBroker func()
 }
 
 func (r *runner) run(config *specs.Process) (_ int, err error) {
@@ -106,6 +109,9 @@ func (r *runner) destroy() {
 		if err := r.container.Destroy(); err != nil {
 			logrus.Warn(err)
 		}
+		if r.stopBroker != nil {
+			r.stopBroker()
+		}
 	}
 }
 
@@ -153,10 +159,11 @@ func startContainer(g *globals, id string, o startOpts, act action) (int, error)
 	if err != nil {
 		return -1, err
 	}
-	if err := applyAnnotations(s); err != nil {
+	b, err := applyAnnotations(s)
+	if err != nil {
 		return -1, err
 	}
-	c, err := createContainer(g, id, s, o)
+	c, stopBroker, err := createContainer(g, id, s, o, b)
 	if err != nil {
 		return -1, err
 	}
@@ -170,14 +177,18 @@ func startContainer(g *globals, id string, o startOpts, act action) (int, error)
 		preserveFDs:     o.preserveFDs,
 		action:          act,
 		init:            true,
+		stopBroker:      stopBroker,
 	}
 	return r.run(s.Process)
 }
 
-func createContainer(g *globals, id string, s *specs.Spec, o startOpts) (*libcontainer.Container, error) {
+// createContainer makes the container's state; with a boundary that needs
+// the broker, its filter notifies the broker's calls and the supervisor is
+// started (stop ends it once the container is destroyed).
+func createContainer(g *globals, id string, s *specs.Spec, o startOpts, b Boundary) (_ *libcontainer.Container, stop func(), _ error) {
 	rootlessCg, err := rootlessCgroups(g)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
 		CgroupName:       id,
@@ -189,9 +200,13 @@ func createContainer(g *globals, id string, s *specs.Spec, o startOpts) (*libcon
 		RootlessCgroups:  rootlessCg,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return libcontainer.Create(g.root, id, cfg)
+	if !brokered(b) {
+		c, err := libcontainer.Create(g.root, id, cfg)
+		return c, nil, err
+	}
+	return createBrokered(g, id, s, cfg, b)
 }
 
 // rootlessCgroups is runc's shouldUseRootlessCgroupManager: cgroup

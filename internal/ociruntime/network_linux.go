@@ -1,0 +1,146 @@
+package ociruntime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/internal/audit"
+	"github.com/cordon-run/cordon/internal/netguard"
+)
+
+// A container with run.cordon.network.allow gets cordon's network guard
+// as a `cordon run` sandbox does: the container's init makes its network
+// namespace as under runc, and its supervisor, before it lets the init's
+// last call through (the exec FIFO, see initfifo_linux.go), makes the
+// guard's tun device, routes and DNS sockets in that namespace and
+// attaches the guard (its userspace stack decides each connection by the
+// allow list, with the SNI and Host checks). So the container's command
+// starts only once the guard sees every packet, and the namespace, with
+// the device, ends with the container.
+
+// checkNetwork refuses an allow list on a container whose network is not
+// its own new namespace: one that shares the host's (podman --network
+// host) or joins another by path (podman's bridge, a Kubernetes pod's),
+// where the guard would not see what leaves, or one with a user namespace
+// of its own, which the runtime cannot make the namespace for.
+func checkNetwork(s *specs.Spec) error {
+	fix := "give the container a network namespace of its own with no network (podman --network none; ctr's default), which the guard then connects, or leave " + AnnotationNetworkAllow + " out and restrict egress with the cluster's network policy"
+	var ns []specs.LinuxNamespace
+	if s.Linux != nil {
+		ns = s.Linux.Namespaces
+	}
+	if slices.ContainsFunc(ns, func(n specs.LinuxNamespace) bool { return n.Type == specs.UserNamespace }) {
+		return &AnnotationError{Annotation: AnnotationNetworkAllow, Problem: "the container has a user namespace of its own, in which cordon-oci cannot make the guard's network namespace", Fix: fix}
+	}
+	i := slices.IndexFunc(ns, func(n specs.LinuxNamespace) bool { return n.Type == specs.NetworkNamespace })
+	switch {
+	case i < 0:
+		return &AnnotationError{Annotation: AnnotationNetworkAllow, Problem: "the container shares the host's network (no network namespace in its spec), which the guard cannot stand in front of", Fix: fix}
+	case ns[i].Path != "":
+		return &AnnotationError{Annotation: AnnotationNetworkAllow, Problem: fmt.Sprintf("the container joins the network namespace %s, whose traffic does not pass the guard", ns[i].Path), Fix: fix}
+	}
+	return nil
+}
+
+// guardNet is the supervisor's network guard.
+type guardNet struct {
+	g     *netguard.Guard
+	rules []netguard.Rule
+}
+
+// startNetwork makes the guard (its policy and stack need no container),
+// while the container is made.
+func (s *supervisor) startNetwork() error {
+	rules, err := netguard.ParseRules(s.cfg.Allow)
+	if err != nil {
+		return fmt.Errorf("network allow list: %w", err)
+	}
+	g, err := netguard.New(netguard.Config{Allow: s.cfg.Allow, OnEvent: s.netEvent})
+	if err != nil {
+		return fmt.Errorf("network allow list: %w", err)
+	}
+	s.net = &guardNet{g: g, rules: rules}
+	return nil
+}
+
+// attachNetwork makes the guard's device in the network namespace of the
+// container's init (pid), which has not started the command yet, and
+// attaches the guard to it. A locked thread joins the namespace and ends
+// there: the runtime's user may own the container's namespace (rootless
+// podman) but not the one it would go back to.
+func (s *supervisor) attachNetwork(pid int) error {
+	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		return fmt.Errorf("network allow list: the container's network namespace: %w", err)
+	}
+	defer ns.Close()
+	if same, err := sameFile(ns, "/proc/self/ns/net"); err != nil || same {
+		return fmt.Errorf("network allow list: the container has no network namespace of its own (%v)", err)
+	}
+	type result struct {
+		dev *netguard.Device
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- result{err: fmt.Errorf("join the container's network namespace: %w", err)}
+			return
+		}
+		dev, err := netguard.MakeTun(netguard.LoopbackResolvers("/etc/resolv.conf"), netguard.LoopbackForwards(s.net.rules))
+		ch <- result{dev, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		return fmt.Errorf("network allow list: %w", r.err)
+	}
+	r.dev.EndsWithNamespace = true
+	if err := s.net.g.Attach(r.dev); err != nil {
+		r.dev.Close()
+		return fmt.Errorf("network allow list: %w", err)
+	}
+	return nil
+}
+
+// sameFile reports whether f is the file at path (a namespace).
+func sameFile(f *os.File, path string) (bool, error) {
+	var a, b unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &a); err != nil {
+		return false, err
+	}
+	if err := unix.Stat(path, &b); err != nil {
+		return false, err
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino, nil
+}
+
+// stopNetwork closes the guard (the container is gone).
+func (s *supervisor) stopNetwork() {
+	if s.net == nil {
+		return
+	}
+	if err := s.net.g.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+		logrus.WithField("container", s.cfg.ID).Errorf("cordon-oci network guard: %v", err)
+	}
+	s.net = nil
+}
+
+// netEvent writes each decision of the guard to the audit log, and each
+// refusal, typed, to the runtime log.
+func (s *supervisor) netEvent(e netguard.Event) {
+	if e.Decision == netguard.Deny {
+		logrus.WithFields(logrus.Fields{"cordon": "refused", "container": s.cfg.ID, "op": "connect", "proto": e.Proto,
+			"host": e.Host, "addr": e.Addr, "port": e.Port, "rule": "network", "reason": e.Reason}).Warn(e.Detail)
+	}
+	if err := s.policy.log.Append(audit.Record{Event: audit.EventNet, RunID: s.cfg.ID, Network: &e}); err != nil {
+		logrus.WithField("container", s.cfg.ID).Errorf("cordon-oci network guard: the audit log: %v", err)
+	}
+}

@@ -1,0 +1,109 @@
+package ociruntime_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cordon-run/cordon/internal/netguard/nettest"
+)
+
+// netScript asks the test host's HTTP server at addr:port with busybox
+// nc, printing "reached" when it answered.
+func netScript(addr string, port int) string {
+	return fmt.Sprintf(`printf 'GET / HTTP/1.0\r\nHost: %[1]s:%[2]d\r\n\r\n' | nc -w 10 %[1]s %[2]d | grep -q 'hello from the test host' && echo reached`, addr, port)
+}
+
+// TestOCINetworkAllow runs a container with run.cordon.network.allow
+// naming the test host's HTTP server: it reaches it, and the host's other
+// port (not listed) is refused by the guard, typed in the audit log, and
+// never reached. Root and rootless podman.
+func TestOCINetworkAllow(t *testing.T) {
+	requirePodmanUser(t)
+	p := newPodman(t)
+	h := nettest.NewHost(t, "allowed.test")
+	addr := h.Addr.String()
+	auditLog := filepath.Join(p.dir, "net.jsonl")
+	flags := []string{"--annotation", fmt.Sprintf("run.cordon.network.allow=%s:%d", addr, h.HTTPPort), "--annotation", "run.cordon.audit=" + auditLog}
+	script := netScript(addr, h.HTTPPort) + "; echo next; " + netScript(addr, h.HTTPSPort) + "; : " + testMarker
+	args := append(p.runArgs(append([]string{"--rm"}, flags...)...), p.image, "sh", "-c", script)
+	r := p.run(t, args...)
+	if r.code != 0 || r.stdout != "reached\nnext\n" {
+		t.Fatalf("exit %d stdout %q stderr %q; want the allowed server reached and the other refused", r.code, r.stdout, r.stderr)
+	}
+	recs := readJSONLines(t, auditLog)
+	var allowed, denied bool
+	for _, rec := range recs {
+		n, _ := rec["network"].(map[string]any)
+		if rec["event"] != "net" || n == nil || n["addr"] != addr {
+			continue
+		}
+		port := fmt.Sprint(n["port"])
+		allowed = allowed || (n["decision"] == "allow" && port == fmt.Sprint(h.HTTPPort))
+		denied = denied || (n["decision"] == "deny" && port == fmt.Sprint(h.HTTPSPort) && n["reason"] != "")
+	}
+	if !allowed || !denied {
+		t.Errorf("the audit log lacks the allowed (%v) or the refused (%v) connection: %v", allowed, denied, recs)
+	}
+	for _, s := range h.Served() {
+		if strings.Contains(s, fmt.Sprint(h.HTTPSPort)) {
+			t.Errorf("the refused port was reached: %q", s)
+		}
+	}
+}
+
+// TestOCINetworkRefused: an allow list on a container whose network the
+// guard cannot stand in front of (the host's) fails create, naming the
+// annotation and what to do, and nothing runs.
+func TestOCINetworkRefused(t *testing.T) {
+	requirePodmanUser(t)
+	p := newPodman(t)
+	marker := filepath.Join(p.dir, "ran")
+	args := []string{"run", "--rm", "--network", "host", "-v", p.dir + ":/host", "--annotation", "run.cordon.network.allow=example.com:443"}
+	if os.Geteuid() == 0 {
+		args = append(args, "--ulimit", "nofile=20000:20000", "--ulimit", "nproc=20000:20000")
+	}
+	r := p.run(t, append(args, p.image, "touch", "/host/ran")...)
+	if r.code == 0 || !strings.Contains(r.stderr, "annotation run.cordon.network.allow") || !strings.Contains(r.stderr, "host's network") {
+		t.Errorf("exit %d stderr %q; want create refused naming the annotation and the host's network", r.code, r.stderr)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the refused container's command ran")
+	}
+}
+
+// TestOCICtrNetworkAllow: the same through containerd's shim, whose
+// runtime log has the refusal typed.
+func TestOCICtrNetworkAllow(t *testing.T) {
+	requireRoot(t)
+	c := newContainerd(t)
+	h := nettest.NewHost(t, "allowed.test")
+	addr := h.Addr.String()
+	out := filepath.Join(t.TempDir(), "out")
+	if err := os.Mkdir(out, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	script := "(" + netScript(addr, h.HTTPPort) + "; echo next; " + netScript(addr, h.HTTPSPort) + ") >/out/result"
+	r := c.ctr(t, append(runArgs("-d", "--annotation", fmt.Sprintf("run.cordon.network.allow=%s:%d", addr, h.HTTPPort),
+		"--mount", "type=bind,src="+out+",dst=/out,options=rbind:rw"), "net1", "/bin/sh", "-c", script)...)
+	if r.code != 0 {
+		t.Fatalf("run -d: %d %s", r.code, r.stderr)
+	}
+	c.waitStopped(t, "net1")
+	recs := readJSONLines(t, filepath.Join(c.dir, "state", "io.containerd.runtime.v2.task", ctrNamespace, "net1", "log.json"))
+	c.ctr(t, "task", "rm", "net1")
+	c.ctr(t, "container", "rm", "net1")
+	if got, _ := os.ReadFile(filepath.Join(out, "result")); string(got) != "reached\nnext\n" {
+		t.Errorf("output %q; want the allowed server reached and the other refused", got)
+	}
+	if !hasRecord(recs, map[string]string{"cordon": "refused", "rule": "network", "addr": addr, "level": "warning"}) {
+		t.Errorf("no typed refusal in the runtime log: %v", recs)
+	}
+	r = c.ctr(t, append(runArgs("--rm", "--net-host", "--annotation", "run.cordon.network.allow=example.com:443"), "net2", "/bin/true")...)
+	if r.code == 0 || !strings.Contains(r.stderr, "annotation run.cordon.network.allow") {
+		t.Errorf("--net-host: exit %d stderr %q; want create refused naming the annotation", r.code, r.stderr)
+	}
+	c.ctr(t, "container", "rm", "net2")
+}

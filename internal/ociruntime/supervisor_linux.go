@@ -1,0 +1,220 @@
+package ociruntime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/internal/audit"
+	"github.com/cordon-run/cordon/internal/broker"
+	cordonrunner "github.com/cordon-run/cordon/runner"
+)
+
+// supervisor is cordon-oci __broker: it serves the notification
+// descriptor of each process libcontainer starts in one container, and
+// ends with the container's init (or on SIGTERM, which delete sends).
+type supervisor struct {
+	cfg    brokerConfig
+	policy observed
+	mu     sync.Mutex
+	bs     []*broker.Broker
+	initFD int // a pidfd of the container's init, once its descriptor came
+	ready  chan struct{}
+	net    *guardNet // the network guard, with an allow list
+	// netReady says whether the guard was made (nil: no allow list).
+	netReady chan error
+}
+
+// observed is the container's policy, which hears of each refusal as it
+// is made and writes it, typed, to the runtime log and the audit log.
+type observed struct {
+	cordonrunner.OCIBrokerPolicy
+	id  string
+	log *audit.Log
+}
+
+// Denied logs d; the Observer interface of internal/broker.
+func (o observed) Denied(d broker.Denial) {
+	kind, _, _ := strings.Cut(d.Rule, " ")
+	detail := refusalDetail(d)
+	logrus.WithFields(logrus.Fields{"cordon": "refused", "container": o.id, "op": d.Op, "path": d.Path, "rule": d.Rule}).Warn(detail)
+	if err := o.log.Append(audit.Record{Event: audit.EventDenial, Source: audit.SourceRunner, RunID: o.id,
+		Op: d.Op, Path: d.Path, Rule: kind, Detail: detail}); err != nil {
+		logrus.WithField("container", o.id).Errorf("cordon-oci broker: the audit log: %v", err)
+	}
+}
+
+// refusalDetail is the refusal as the runtime log gives it: what was
+// refused, by which entry, and what the container may do instead.
+func refusalDetail(d broker.Denial) string {
+	what := "the container may read it but never create, change, rename or remove it"
+	switch {
+	case strings.HasPrefix(d.Rule, "deny "):
+		what = "the container may never read, create, change, rename or remove it"
+	case d.Rule == broker.ReadOnly:
+		what = "the file system there is read-only"
+	case d.Rule == broker.Busy:
+		what = "the container may try again once the other process lets go of the directory's lock"
+	}
+	return fmt.Sprintf("cordon refused %s of %s (%s): %s", d.Op, d.Path, d.Rule, what)
+}
+
+// brokerMain runs the supervisor role: args[0] is create's brokerConfig;
+// fd 3 is the listening socket.
+func brokerMain(args []string) int {
+	if len(args) != 1 {
+		return fatal(fmt.Errorf("%w: %s is cordon-oci's own role, started by create", ErrUsage, brokerRole), 1)
+	}
+	var cfg brokerConfig
+	if err := json.Unmarshal([]byte(args[0]), &cfg); err != nil {
+		return fatal(fmt.Errorf("cordon-oci broker: its config: %w", err), 1)
+	}
+	l, err := net.FileListener(os.NewFile(3, "broker-listener"))
+	if err != nil {
+		return fatal(fmt.Errorf("cordon-oci broker: the listener: %w", err), 1)
+	}
+	s := &supervisor{cfg: cfg, initFD: -1, ready: make(chan struct{})}
+	s.policy = observed{OCIBrokerPolicy: cordonrunner.NewOCIBrokerPolicy(cfg.Deny, cfg.Protect), id: cfg.ID}
+	if cfg.Audit != "" {
+		s.policy.log = audit.New("oci", cfg.Audit)
+	}
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	if len(cfg.Allow) > 0 {
+		// The guard is made while the container is; attachNetwork
+		// waits for it.
+		s.netReady = make(chan error, 1)
+		go func() { s.netReady <- s.startNetwork() }()
+	}
+	go s.accept(l.(*net.UnixListener))
+	select {
+	case <-term:
+	case <-s.ready:
+		s.waitInit(term)
+	}
+	// No process of the container is left to send a descriptor.
+	_ = os.Remove(l.Addr().String())
+	l.Close()
+	s.stopAll()
+	s.stopNetwork()
+	return 0
+}
+
+// waitInit returns when the container's init has exited, or on a signal.
+func (s *supervisor) waitInit(term chan os.Signal) {
+	exited := make(chan struct{})
+	go func() {
+		waitPidfd(s.initFD, 1<<62)
+		close(exited)
+	}()
+	select {
+	case <-term:
+	case <-exited:
+	}
+}
+
+// accept serves each process's descriptor as it comes.
+func (s *supervisor) accept(l *net.UnixListener) {
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			return
+		}
+		st, fd, err := recvSeccompFD(c)
+		c.Close()
+		if err != nil {
+			logrus.WithField("container", s.cfg.ID).Errorf("cordon-oci broker: %v", err)
+			continue
+		}
+		s.serve(st, fd)
+	}
+}
+
+// serve starts a broker on fd. The first descriptor is the init's: its
+// exec FIFO is let through (initfifo_linux.go) and its pid is watched.
+func (s *supervisor) serve(st specs.ContainerProcessState, fd int) {
+	s.mu.Lock()
+	first := s.initFD < 0
+	s.mu.Unlock()
+	if first {
+		if err := s.beforeCommand(fd, st.State.Pid); err != nil {
+			logrus.WithField("container", s.cfg.ID).Errorf("cordon-oci broker: %v", err)
+		}
+	}
+	b := broker.Start(fd, s.policy, s.cfg.Creds)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bs = append(s.bs, b)
+	if first {
+		pidfd, err := unix.PidfdOpen(st.State.Pid, 0)
+		if err != nil {
+			logrus.WithField("container", s.cfg.ID).Errorf("cordon-oci broker: watch the init %d: %v", st.State.Pid, err)
+			return
+		}
+		s.initFD = pidfd
+		close(s.ready)
+	}
+}
+
+// beforeCommand attaches the network guard (with an allow list) while the
+// init waits in its last call, then lets that call through; a guard that
+// cannot be attached fails the call, and so the container.
+func (s *supervisor) beforeCommand(fd, pid int) error {
+	var netErr error
+	if s.netReady != nil {
+		if netErr = <-s.netReady; netErr == nil {
+			netErr = s.attachNetwork(pid)
+		}
+	}
+	return passInitFIFO(fd, pid, netErr)
+}
+
+func (s *supervisor) stopAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range s.bs {
+		b.Stop()
+		if err := b.Err(); err != nil {
+			logrus.WithField("container", s.cfg.ID).Errorf("cordon-oci broker: %v", err)
+		}
+	}
+	s.bs = nil
+}
+
+// recvSeccompFD reads libcontainer's message to a seccomp agent: the
+// container process's state as JSON, and the descriptor.
+func recvSeccompFD(c *net.UnixConn) (specs.ContainerProcessState, int, error) {
+	var st specs.ContainerProcessState
+	buf := make([]byte, 1<<16)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return st, -1, fmt.Errorf("receive the seccomp descriptor: %w", err)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return st, -1, errors.New("receive the seccomp descriptor: no descriptor came with the message")
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return st, -1, errors.New("receive the seccomp descriptor: not one descriptor")
+	}
+	unix.CloseOnExec(fds[0])
+	if err := json.Unmarshal(buf[:n], &st); err != nil {
+		unix.Close(fds[0])
+		return st, -1, fmt.Errorf("the container's state with the seccomp descriptor: %w", err)
+	}
+	return st, fds[0], nil
+}
