@@ -93,7 +93,7 @@ func AddHostTools(sb *Sandbox, h HostTools) {
 		if h.SamePaths {
 			target = h.CacheDir
 		}
-		if addMount(sb, Mount{Source: h.CacheDir, Target: target}) {
+		if addMount(sb, Mount{Source: h.CacheDir, Target: target, Cache: true}) {
 			for _, name := range sb.Caches {
 				for _, v := range cacheEnv[name] {
 					setEnv(sb, v[0], filepath.Join(target, name, v[1]))
@@ -110,7 +110,7 @@ func AddHostTools(sb *Sandbox, h HostTools) {
 			if h.SamePaths {
 				target = src
 			}
-			if addMount(sb, Mount{Source: src, Target: target}) {
+			if addMount(sb, Mount{Source: src, Target: target, Cache: true}) {
 				for _, v := range cacheEnv[name] {
 					setEnv(sb, v[0], filepath.Join(target, v[1]))
 				}

@@ -23,7 +23,8 @@ func overlayMount(sb *Sandbox, rootless bool) specs.Mount {
 
 // OverlayUnbrokered reports whether sb is an overlay sandbox whose
 // writes can reach no host file but through its upper layer: no extra
-// mount is writable and strict_deny is off. Its path calls then need no
+// mount is writable (but cordon's own caches, Mount.Cache: the host runs
+// nothing from them) and strict_deny is off. Its path calls then need no
 // broker (the deny and protect entries inside the workspace hold at
 // apply; the runner's deny mounts still hide what exists), so they stay
 // in the kernel, at the speed of a plain bind mount.
@@ -32,7 +33,7 @@ func OverlayUnbrokered(sb *Sandbox) bool {
 		return false
 	}
 	for _, m := range sb.Mounts {
-		if !m.Readonly {
+		if !m.Readonly && !m.Cache {
 			return false
 		}
 	}

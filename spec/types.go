@@ -139,6 +139,11 @@ type Mount struct {
 	// MaxFileBytes, when above zero, is the application-level size limit of
 	// the file tools under this mount.
 	MaxFileBytes int64
+	// Cache marks the mount of cordon's own per-user caches (AddHostTools;
+	// never set from a config): a folder only sandboxes write and the host
+	// runs nothing from, so an overlay run needs no broker for it
+	// (OverlayUnbrokered).
+	Cache bool `json:",omitempty"`
 }
 
 // Network is the network policy: off, on, or on for an allow list only.

@@ -46,7 +46,7 @@ func TestMCPPreambleBudget(t *testing.T) {
 		t.Errorf("the instructions do not name the workspace and the sandbox tool:\n%s", cs.InitializeResult().Instructions)
 	}
 	desc, isErr := call(t, cs, "sandbox", nil)
-	for _, want := range []string{"- readable: ", "- writable: " + ws, "- protected (readable, never writable): ", ws + "/.git/hooks", "- network: off"} {
+	for _, want := range []string{"- readable: ", "- writable: ", ws + " (except ", "- protected (readable, never writable): ", ws + "/.git/hooks", "- network: off"} {
 		if isErr || !strings.Contains(desc, want) {
 			t.Errorf("the sandbox tool's statement lacks %q:\n%s", want, desc)
 		}
