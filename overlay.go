@@ -1,6 +1,7 @@
 package cordon
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -33,6 +34,19 @@ func InOverlay(name string) RunOption { return func(c *runConfig) { c.overlay = 
 
 // OverlayStore opens this user's overlay store (overlay.DefaultDir).
 func OverlayStore() (*overlay.Store, error) { return overlay.Open(overlay.DefaultDir()) }
+
+// CheckOverlay refuses, before anything runs, what startOverlay would
+// refuse at once: a system with no overlayfs and a name that is not valid.
+// A front end that serves many calls (cordon mcp) checks it first.
+func CheckOverlay(name string) error {
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("%w: overlay %s: %w; fix: run without --overlay and workspace_mode: overlay (direct mode) on this system", spec.ErrUnenforceable, name, overlay.ErrUnsupported)
+	}
+	if !spec.ValidOverlayName(name) {
+		return fmt.Errorf("%w: %q; fix: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", overlay.ErrName, name)
+	}
+	return nil
+}
 
 // startOverlay takes the overlay name of sb's workspace, locked, and
 // returns the sandbox that mounts it: the same sandbox with the layers set
@@ -137,4 +151,21 @@ func (s *Sandbox) ApplyOverlay(name string, allowProtected bool) ([]overlay.Chan
 			overlay.ErrWorkspace, name, o.Workspace, s.sb.Root, o.Workspace)
 	}
 	return o.Apply(overlay.ApplyOptions{Rules: overlay.RulesOf(s.sb), AllowProtected: allowProtected})
+}
+
+// overlayStartResult types a run that could not take its overlay: one held
+// by another run, session or apply is its own outcome (overlay_in_use,
+// exit 125: nothing ran, and waiting or another name fixes it); a bad name
+// or an overlay of another workspace is the invocation's fault
+// (config_error, exit 2); the rest is a setup error.
+func overlayStartResult(name string, err error) Result {
+	res := setupResult(err)
+	switch {
+	case errors.Is(err, overlay.ErrInUse):
+		res.FailureType = FailureOverlayInUse
+	case errors.Is(err, overlay.ErrName), errors.Is(err, overlay.ErrWorkspace):
+		res.ExitCode, res.FailureType = 2, FailureConfigError // as cmd/cordon's exitConfig
+	}
+	res.Overlay = name
+	return res
 }

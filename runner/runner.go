@@ -108,7 +108,7 @@ const (
 // ends and documentation (the README's table is checked against it).
 func FailureTypes() []FailureType {
 	return []FailureType{FailureNone, FailureSandboxDenied, FailureTimeout, FailureOOM, FailurePidsLimit, FailureFileSizeLimit,
-		FailureNetworkDenied, FailureProcessError, FailureSetupError, FailureConfigError, FailureSessionGone}
+		FailureNetworkDenied, FailureProcessError, FailureSetupError, FailureConfigError, FailureSessionGone, FailureOverlayInUse}
 }
 
 // Exit codes with a fixed meaning, as in timeout(1) and env(1).
