@@ -74,11 +74,11 @@ func TestWorkspaceModeRejects(t *testing.T) {
 // name.
 func TestDefaultOverlayName(t *testing.T) {
 	for in, want := range map[string]string{
-		"/home/u/proj":       "proj",
-		"/home/u/my project": "my-project",
-		"/home/u/.hidden":    "hidden",
-		"/home/u/ünï":        "n",
-		"/":                  "workspace",
+		"/home/u/proj":                  "proj",
+		"/home/u/my project":            "my-project",
+		"/home/u/.hidden":               "hidden",
+		"/home/u/ünï":                   "n",
+		"/":                             "workspace",
 		"/x/" + strings.Repeat("a", 80): strings.Repeat("a", 64),
 	} {
 		got := DefaultOverlayName(in)
