@@ -87,3 +87,31 @@ func TestDefaultOverlayName(t *testing.T) {
 		}
 	}
 }
+
+// TestDeriveOverlayName: a worker with a writable workspace keeps the
+// overlay (a narrower one is then refused at run, never direct); one
+// with no workspace or a read-only one has nothing to overlay.
+func TestDeriveOverlayName(t *testing.T) {
+	tests := []struct {
+		name string
+		req  *WorkerRequest
+		want string
+	}{
+		{"same workspace", &WorkerRequest{}, "agent"},
+		{"read-only", &WorkerRequest{Readonly: true}, ""},
+		{"no workspace", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fx := newDeriveFixture(t)
+			fx.parent.OverlayName = "agent"
+			c, err := Derive(fx.parent, &Worker{Name: "w", Sandbox: tt.req}, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.OverlayName != tt.want {
+				t.Errorf("OverlayName = %q, want %q", c.OverlayName, tt.want)
+			}
+		})
+	}
+}
