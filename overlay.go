@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cordon-run/cordon/internal/overlay"
+	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -116,20 +117,15 @@ func within(dir, p string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// overlayPaths are the workspace paths the overlay changes, for the
-// result; a failure to read them leaves the list empty.
-func overlayPaths(o *overlay.Overlay) []string {
-	cs, err := o.Changes()
+// overlayPaths counts the workspace files the overlay changes and lists
+// the first runner.MaxOverlayChanges, for the result; a failure to read
+// them leaves both empty.
+func overlayPaths(o *overlay.Overlay) (int, []string) {
+	paths, err := o.ChangedPaths()
 	if err != nil {
-		return nil
+		return 0, nil
 	}
-	out := make([]string, 0, len(cs))
-	for _, c := range cs {
-		if !c.Dir() {
-			out = append(out, c.Path)
-		}
-	}
-	return out
+	return len(paths), paths[:min(len(paths), runner.MaxOverlayChanges)]
 }
 
 // ApplyOverlay lands the overlay name on its workspace, refusing (and

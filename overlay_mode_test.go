@@ -3,11 +3,15 @@ package cordon_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cordon-run/cordon"
+	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -41,7 +45,7 @@ func TestIntegrationOverlayConfigMode(t *testing.T) {
 		if err != nil || res.ExitCode != 0 || out.String() != "new\n" {
 			t.Fatalf("run: %+v %v %q", res, err, out.String())
 		}
-		if res.Overlay != tt.name || !contains(res.OverlayChanges, "new.txt") {
+		if res.Overlay != tt.name || !contains(res.OverlayChanges, "new.txt") || res.OverlayChanged != 1 {
 			t.Errorf("result overlay %q changes %v, want %s with new.txt", res.Overlay, res.OverlayChanges, tt.name)
 		}
 		if got := snapshot(t, ws); got != before {
@@ -112,5 +116,23 @@ func TestIntegrationSessionFilesOverlay(t *testing.T) {
 	}
 	if got := snapshot(t, ws); got != before {
 		t.Error("the session's file tools changed the host")
+	}
+}
+
+// TestIntegrationOverlayResultCapped: a run that makes more files than
+// runner.MaxOverlayChanges gets their count and the first paths only.
+func TestIntegrationOverlayResultCapped(t *testing.T) {
+	ws, sb := overlayRepo(t)
+	n := runner.MaxOverlayChanges + 5
+	res, out := runIn(t, sb, "many", fmt.Sprintf("mkdir m && cd m && seq 1 %d | xargs touch", n))
+	if res.ExitCode != 0 {
+		t.Fatalf("run: %+v %s", res, out)
+	}
+	if res.OverlayChanged != n || len(res.OverlayChanges) != runner.MaxOverlayChanges || res.OverlayChanges[0] != "m/1" {
+		t.Errorf("result: %d changed, %d listed (first %v), want %d and %d", res.OverlayChanged, len(res.OverlayChanges),
+			res.OverlayChanges[:min(1, len(res.OverlayChanges))], n, runner.MaxOverlayChanges)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "m")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the run wrote the host: %v", err)
 	}
 }

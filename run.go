@@ -109,7 +109,8 @@ func (s *Sandbox) Run(ctx context.Context, args []string, opts ...RunOption) (Re
 	}
 	res, err := r.Run(ctx, c.req)
 	if c.ov != nil {
-		res.Overlay, res.OverlayChanges = c.ov.Name, overlayPaths(c.ov)
+		res.Overlay = c.ov.Name
+		res.OverlayChanged, res.OverlayChanges = overlayPaths(c.ov)
 	}
 	if err != nil {
 		if aerr := run.Finish(setupResult(err)); aerr != nil {
