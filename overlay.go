@@ -1,12 +1,14 @@
 package cordon
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
 
 	"github.com/cordon-run/cordon/internal/overlay"
+	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -33,6 +35,19 @@ func InOverlay(name string) RunOption { return func(c *runConfig) { c.overlay = 
 
 // OverlayStore opens this user's overlay store (overlay.DefaultDir).
 func OverlayStore() (*overlay.Store, error) { return overlay.Open(overlay.DefaultDir()) }
+
+// CheckOverlay refuses, before anything runs, what startOverlay would
+// refuse at once: a system with no overlayfs and a name that is not valid.
+// A front end that serves many calls (cordon mcp) checks it first.
+func CheckOverlay(name string) error {
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("%w: overlay %s: %w; fix: run without --overlay and workspace_mode: overlay (direct mode) on this system", spec.ErrUnenforceable, name, overlay.ErrUnsupported)
+	}
+	if !spec.ValidOverlayName(name) {
+		return fmt.Errorf("%w: %q; fix: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", overlay.ErrName, name)
+	}
+	return nil
+}
 
 // startOverlay takes the overlay name of sb's workspace, locked, and
 // returns the sandbox that mounts it: the same sandbox with the layers set
@@ -102,20 +117,15 @@ func within(dir, p string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// overlayPaths are the workspace paths the overlay changes, for the
-// result; a failure to read them leaves the list empty.
-func overlayPaths(o *overlay.Overlay) []string {
-	cs, err := o.Changes()
+// overlayPaths counts the workspace files the overlay changes and lists
+// the first runner.MaxOverlayChanges, for the result; a failure to read
+// them leaves both empty.
+func overlayPaths(o *overlay.Overlay) (int, []string) {
+	paths, err := o.ChangedPaths()
 	if err != nil {
-		return nil
+		return 0, nil
 	}
-	out := make([]string, 0, len(cs))
-	for _, c := range cs {
-		if !c.Dir() {
-			out = append(out, c.Path)
-		}
-	}
-	return out
+	return len(paths), paths[:min(len(paths), runner.MaxOverlayChanges)]
 }
 
 // ApplyOverlay lands the overlay name on its workspace, refusing (and
@@ -137,4 +147,21 @@ func (s *Sandbox) ApplyOverlay(name string, allowProtected bool) ([]overlay.Chan
 			overlay.ErrWorkspace, name, o.Workspace, s.sb.Root, o.Workspace)
 	}
 	return o.Apply(overlay.ApplyOptions{Rules: overlay.RulesOf(s.sb), AllowProtected: allowProtected})
+}
+
+// overlayStartResult types a run that could not take its overlay: one held
+// by another run, session or apply is its own outcome (overlay_in_use,
+// exit 125: nothing ran, and waiting or another name fixes it); a bad name
+// or an overlay of another workspace is the invocation's fault
+// (config_error, exit 2); the rest is a setup error.
+func overlayStartResult(name string, err error) Result {
+	res := setupResult(err)
+	switch {
+	case errors.Is(err, overlay.ErrInUse):
+		res.FailureType = FailureOverlayInUse
+	case errors.Is(err, overlay.ErrName), errors.Is(err, overlay.ErrWorkspace):
+		res.ExitCode, res.FailureType = 2, FailureConfigError // as cmd/cordon's exitConfig
+	}
+	res.Overlay = name
+	return res
 }

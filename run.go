@@ -91,10 +91,13 @@ func (s *Sandbox) Run(ctx context.Context, args []string, opts ...RunOption) (Re
 	if err != nil {
 		return setupResult(err), err
 	}
+	if c.overlay == "" {
+		c.overlay = s.sb.OverlayName
+	}
 	if c.overlay != "" {
 		sb, o, release, err := startOverlay(s.sb, c.overlay)
 		if err != nil {
-			return setupResult(err), fmt.Errorf("%w: %w", ErrNotStarted, err)
+			return overlayStartResult(c.overlay, err), fmt.Errorf("%w: %w", ErrNotStarted, err)
 		}
 		defer release()
 		c.req.Sandbox = sb
@@ -106,7 +109,8 @@ func (s *Sandbox) Run(ctx context.Context, args []string, opts ...RunOption) (Re
 	}
 	res, err := r.Run(ctx, c.req)
 	if c.ov != nil {
-		res.Overlay, res.OverlayChanges = c.ov.Name, overlayPaths(c.ov)
+		res.Overlay = c.ov.Name
+		res.OverlayChanged, res.OverlayChanges = overlayPaths(c.ov)
 	}
 	if err != nil {
 		if aerr := run.Finish(setupResult(err)); aerr != nil {

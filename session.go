@@ -22,6 +22,8 @@ import (
 type Session struct {
 	sb *Sandbox
 	rs runner.Session
+	// overlay is the overlay the session writes to, or "".
+	overlay string
 }
 
 // SessionOption adjusts a session as it starts.
@@ -88,6 +90,9 @@ func (s *Sandbox) StartSession(ctx context.Context, opts ...SessionOption) (*Ses
 		return nil, fmt.Errorf("the session was not started: %w", err)
 	}
 	sb, release := s.sb, func() {}
+	if c.overlay == "" {
+		c.overlay = s.sb.OverlayName
+	}
 	if c.overlay != "" {
 		if sb, _, release, err = startOverlay(s.sb, c.overlay); err != nil {
 			return nil, err
@@ -103,7 +108,7 @@ func (s *Sandbox) StartSession(ctx context.Context, opts ...SessionOption) (*Ses
 		<-rs.Done()
 		release()
 	}()
-	return &Session{sb: s, rs: rs}, nil
+	return &Session{sb: s, rs: rs, overlay: c.overlay}, nil
 }
 
 // ID is the session's sandbox id.

@@ -31,6 +31,7 @@ const (
 	FailureFileSizeLimit = runner.FailureFileSizeLimit
 	FailureNetworkDenied = runner.FailureNetworkDenied
 	FailureConfigError   = runner.FailureConfigError
+	FailureOverlayInUse  = runner.FailureOverlayInUse
 )
 
 // ExitSetupError is the exit code of a run that could not be set up.

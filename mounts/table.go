@@ -69,7 +69,23 @@ type Table struct {
 // absolute and clean, as spec's loader leaves them. Two entries with the
 // same target are an error, except that the workspace or a declared mount
 // replaces a system directory with the same target.
-func New(sb *spec.Sandbox) (*Table, error) {
+func New(sb *spec.Sandbox) (*Table, error) { return build(sb, "") }
+
+// NewView builds the table of sb as New does, but with the workspace read
+// and written through root, a host path that shows the workspace as the
+// sandbox's processes see it, such as /proc/self/fd/N/WS where N holds a
+// session's root: in overlay mode that is the overlay, which the host
+// path of the workspace is not. Every rule is the same as New's: only the
+// source of the workspace entry differs.
+func NewView(sb *spec.Sandbox, root string) (*Table, error) {
+	if root == "" || !filepath.IsAbs(root) {
+		return nil, fmt.Errorf("%w: the workspace view %q must be an absolute path", ErrInvalidSandbox, root)
+	}
+	return build(sb, root)
+}
+
+// build is New with the workspace entry's source, when view is set.
+func build(sb *spec.Sandbox, view string) (*Table, error) {
 	if sb == nil {
 		return nil, fmt.Errorf("%w: nil sandbox", ErrInvalidSandbox)
 	}
@@ -90,7 +106,11 @@ func New(sb *spec.Sandbox) (*Table, error) {
 
 	var user []Entry
 	if sb.Root != "" && abs("root", sb.Root) {
-		user = append(user, Entry{Target: sb.Root, Source: sb.Root, Readonly: sb.Readonly,
+		src := sb.Root
+		if view != "" {
+			src = view
+		}
+		user = append(user, Entry{Target: sb.Root, Source: src, Readonly: sb.Readonly,
 			Name: spec.WorkspaceZone, Origin: OriginWorkspace})
 	}
 	for i, m := range sb.Mounts {

@@ -108,7 +108,7 @@ const (
 // ends and documentation (the README's table is checked against it).
 func FailureTypes() []FailureType {
 	return []FailureType{FailureNone, FailureSandboxDenied, FailureTimeout, FailureOOM, FailurePidsLimit, FailureFileSizeLimit,
-		FailureNetworkDenied, FailureProcessError, FailureSetupError, FailureConfigError, FailureSessionGone}
+		FailureNetworkDenied, FailureProcessError, FailureSetupError, FailureConfigError, FailureSessionGone, FailureOverlayInUse}
 }
 
 // Exit codes with a fixed meaning, as in timeout(1) and env(1).
@@ -149,11 +149,19 @@ type Result struct {
 	// in order; the audit log writes one line for each.
 	Network []netguard.Event `json:"network,omitempty"`
 	// Overlay names the overlay a run in overlay mode wrote to (nothing
-	// reached the host workspace); OverlayChanges lists the workspace
-	// paths it changes so far (cordon diff NAME shows them).
+	// reached the host workspace); OverlayChanged counts the workspace
+	// files it changes so far, and OverlayChanges lists the first
+	// MaxOverlayChanges of them in path order (cordon diff --stat NAME
+	// lists them all).
 	Overlay        string   `json:"overlay,omitempty"`
+	OverlayChanged int      `json:"overlay_changed,omitempty"`
 	OverlayChanges []string `json:"overlay_changes,omitempty"`
 }
+
+// MaxOverlayChanges is how many paths a Result's OverlayChanges lists: a
+// run that untars 10,000 files gets their count and the first paths, not
+// a list that floods a report or a model's context.
+const MaxOverlayChanges = 1000
 
 // Options configure a backend created by New.
 type Options struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/cordon-run/cordon/internal/netguard"
@@ -67,6 +68,13 @@ type SessionRequest struct {
 	// the session (SIGKILL), the reaper that removes the session's
 	// leftovers at once removes that directory and its files too.
 	LockedDir string
+}
+
+// SessionRoot is a Session whose root directory the caller can open: the
+// sandbox's file system as its commands see it (its mounts, an overlay of
+// the workspace included). The caller closes the directory.
+type SessionRoot interface {
+	OpenRoot() (*os.File, error)
 }
 
 // Session is one running sandbox that runs commands on request. Every exec

@@ -63,6 +63,10 @@ type linuxSession struct {
 	watching bool          // watch runs (the init was started)
 	closeMu  sync.Mutex
 	cleaned  bool
+	// initPid and initPidfd name the sandbox's init (OpenRoot).
+	rootMu    sync.Mutex
+	initPid   int
+	initPidfd *os.File
 }
 
 // StartSession implements SessionStarter: it builds the sandbox exactly as
@@ -206,6 +210,13 @@ func (s *linuxSession) launch(ctx context.Context) error {
 	s.oomFile = oomCounterFile(run.container, s.eff)
 	if s.eff.Limits.Pids > 0 {
 		s.pidsFile = pidsCounterFile(run.container)
+	}
+	// The init is this process's child, reaped only by watch: its pid
+	// names it until then, so the pidfd taken here names it for good.
+	if pid, err := lp.Pid(); err == nil {
+		if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+			s.initPid, s.initPidfd = pid, os.NewFile(uintptr(fd), "pidfd")
+		}
 	}
 	s.watching = true
 	go s.watch(lp)
@@ -370,6 +381,12 @@ func (s *linuxSession) teardown() error {
 	if s.devNull != nil {
 		s.devNull.Close()
 	}
+	s.rootMu.Lock()
+	if s.initPidfd != nil {
+		s.initPidfd.Close()
+		s.initPidfd = nil
+	}
+	s.rootMu.Unlock()
 	if s.leaves.home != nil {
 		s.leaves.home.Close()
 	}

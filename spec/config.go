@@ -19,7 +19,7 @@ var DefaultEnvPass = append([]string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM
 
 var (
 	topKeys     = []string{"sandbox", "delegation", "audit", "audit_required", "session"}
-	sandboxKeys = []string{"root", "readonly", "mounts", "deny", "strict_deny", "protect", "protect_defaults", "network", "system", "limits", "env", "require_os_sandbox", "allow_home_workspace", "git_identity", "git_worktree", "caches", "toolchains"}
+	sandboxKeys = []string{"root", "readonly", "mounts", "deny", "strict_deny", "protect", "protect_defaults", "network", "system", "limits", "env", "require_os_sandbox", "allow_home_workspace", "git_identity", "git_worktree", "caches", "toolchains", "workspace_mode", "overlay"}
 	mountKeys   = []string{"source", "target", "readonly", "name", "suffixes", "max_file_bytes"}
 )
 
@@ -126,6 +126,7 @@ func (d *decoder) sandbox(n *yaml.Node, base string, sb *Sandbox) {
 	if v := f["readonly"]; !isNull(v) {
 		sb.Readonly, _ = d.boolean(v, sub(field, "readonly"))
 	}
+	d.workspaceMode(f, sb, rootOK)
 	for i, item := range d.seq(f["mounts"], sub(field, "mounts")) {
 		// A mount with problems is kept too, so that indexes in later
 		// messages match the file; the config is discarded anyway.

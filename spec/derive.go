@@ -93,6 +93,8 @@ func cloneStrings(s []string) []string {
 //     is inherited.
 //   - deny, strict_deny, protect, env, system and require_os_sandbox are
 //     inherited.
+//   - workspace_mode: overlay (OverlayName) is inherited by a worker with a
+//     writable workspace, and dropped for one with none or a read-only one.
 //
 // Every widening is reported at once: the error joins one *WideningError
 // per refusal (matching ErrWidening), plus a *FieldError for each malformed
@@ -130,6 +132,12 @@ func Derive(parent *Sandbox, w *Worker, maxDepth int) (*Sandbox, error) {
 	}
 	if len(dv.errs) > 0 {
 		return nil, errors.Join(dv.errs...)
+	}
+	if dv.child.Root == "" || dv.child.Readonly {
+		// Nothing of the workspace to write: no overlay to write to. A
+		// writable narrower root keeps the name, and its run is refused
+		// as an overlay of another workspace: it never writes the host.
+		dv.child.OverlayName = ""
 	}
 	return dv.child, nil
 }

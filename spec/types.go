@@ -108,6 +108,10 @@ type Sandbox struct {
 	// read-only lower layer and every write lands in Overlay.Upper
 	// (internal/overlay keeps the layers; `cordon apply` lands them).
 	Overlay *Overlay `json:",omitempty"`
+	// OverlayName, when set, is the overlay every run and session of the
+	// sandbox writes to unless told another (config keys workspace_mode:
+	// overlay and overlay; empty: direct mode).
+	OverlayName string `json:",omitempty"`
 }
 
 // Overlay is the upper layer of a copy-on-write workspace: two host

@@ -19,7 +19,7 @@ func init() {
 	register(command{name: "mcp", summary: "serve the sandbox's tools (read, write, list_files, shell) to an MCP client on stdio", run: mcpMain})
 }
 
-const mcpUsage = "[--config F] [--profile P] [--worker W]... [--allow HOST]... [-e NAME[=VALUE]]... [--mount SRC[:DST][:ro]]... [--attach PATH]... [--audit FILE]"
+const mcpUsage = "[--config F] [--profile P] [--worker W]... [--allow HOST]... [-e NAME[=VALUE]]... [--mount SRC[:DST][:ro]]... [--attach PATH]... [--audit FILE] [--overlay NAME]"
 
 // mcpMain serves one MCP session on stdin and stdout until the client
 // closes stdin. Nothing but the protocol may be written to stdout: logs
@@ -32,6 +32,7 @@ func mcpMain(args []string) int {
 	sf.register(fs)
 	of.register(fs)
 	ag.register(fs)
+	overlayName := fs.String("overlay", "", "serve the copy-on-write overlay `NAME` of the workspace: the shell and the file tools write it, not the workspace (cordon diff/apply/discard NAME)")
 	if err := fs.Parse(args); err != nil {
 		return exitConfig
 	}
@@ -43,6 +44,15 @@ func mcpMain(args []string) int {
 	if code != exitOK {
 		return code
 	}
+	if name := *overlayName; name != "" || s.Spec().OverlayName != "" {
+		if name == "" {
+			name = s.Spec().OverlayName
+		}
+		if err := cordon.CheckOverlay(name); err != nil {
+			fmt.Fprintf(os.Stderr, "cordon: not serving: %v\n", err)
+			return exitConfig
+		}
+	}
 	if err := cordon.CheckBackend(); err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		return exitSetup
@@ -53,7 +63,7 @@ func mcpMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "cordon: not serving: %v\n", err)
 		return exitSetup
 	}
-	srv, err := mcpserver.New(mcpserver.Options{Sandbox: s, Shell: true, Version: cordon.Version()})
+	srv, err := mcpserver.New(mcpserver.Options{Sandbox: s, Shell: true, Version: cordon.Version(), Overlay: *overlayName})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
 		return exitSetup

@@ -79,8 +79,15 @@ func runMain(args []string) int {
 	}
 	res, err := runInTerminal(s, argv, dir, extra...)
 	if err != nil && !errors.Is(err, cordon.ErrNotRecorded) {
-		fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+		fmt.Fprintf(os.Stderr, "cordon: %s: %v\n", res.FailureType, err)
 		_ = rep.Write(res)
+		if *jsonOut {
+			data, _ := json.MarshalIndent(res, "", "  ")
+			os.Stderr.Write(append(data, '\n'))
+		}
+		if res.ExitCode != 0 {
+			return res.ExitCode // overlay_in_use (125), config_error (2)
+		}
 		return exitSetup
 	}
 	switch res.FailureType {

@@ -8,6 +8,8 @@
 #   diff       cordon diff of the untar overlay (10,000 added files)
 #   apply      cordon apply of it, beside cp -a of the same tree
 # Goals: untar and git-clone ≤ 1.3x bwrap, diff ≤ 1 s, apply ≤ 2x cp -a.
+# Each case alternates the two sides ROUNDS times (default 5) and reports
+# the medians beside every run and the load: the machine may be busy.
 # The overlays live in a private store (CORDON_OVERLAY_DIR) and are
 # discarded at the end. hack/bench runs it when OVERLAY=1.
 set -Eeuo pipefail
@@ -50,23 +52,49 @@ bw+=(--proc /proc --dev /dev --tmpfs /tmp --ro-bind "$fix" /fix --bind "$work" "
 [ "$(id -u)" -eq 0 ] && bw+=(--cap-drop ALL)
 now() { date +%s%N; }
 ms() { echo $(( ($2 - $1) / 1000000 )); }
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
+# The machine may be loaded (other builds): each case alternates bwrap and
+# cordon N times (N=${ROUNDS:-5}) and reports the medians, with the load.
+rounds="${ROUNDS:-5}"
 declare -A cmd=([untar]='mkdir u && tar xf /fix/small.tar -C u' [git-clone]='git clone -q /fix/repo c')
 declare -A ov=([untar]=u [git-clone]=c)
-sync
-printf '| case | bwrap ms | cordon --overlay ms | ratio (goal ≤ 1.3) |\n|---|---|---|---|\n'
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, $rounds rounds each, alternating"
+printf '| case | bwrap ms (median) | cordon --overlay ms (median) | ratio (goal ≤ 1.3) | bwrap runs | cordon runs |\n|---|---|---|---|---|---|\n'
 for c in untar git-clone; do
-  t0=$(now); "${bw[@]}" -- sh -c "${cmd[$c]}" >/dev/null; t1=$(now)
-  rm -rf "$work/u" "$work/c"; sync
-  t2=$(now); (cd "$work" && "$cordon" run --config "$tmp/cfg.yaml" --overlay "${ov[$c]}" -- sh -c "${cmd[$c]}") >/dev/null; t3=$(now)
-  b=$(ms "$t0" "$t1") o=$(ms "$t2" "$t3")
-  printf '| %s | %s | %s | %s |\n' "$c" "$b" "$o" "$(awk -v a="$o" -v b="$b" 'BEGIN {printf "%.2f", a/b}')"
+  bs=() os=()
+  for _ in $(seq "$rounds"); do
+    rm -rf "$work/u" "$work/c"; sync
+    t0=$(now); "${bw[@]}" -- sh -c "${cmd[$c]}" >/dev/null; t1=$(now)
+    rm -rf "$work/u" "$work/c"; "$cordon" discard "${ov[$c]}" >/dev/null 2>&1 || true; sync
+    t2=$(now); (cd "$work" && "$cordon" run --config "$tmp/cfg.yaml" --overlay "${ov[$c]}" -- sh -c "${cmd[$c]}") >/dev/null; t3=$(now)
+    bs+=("$(ms "$t0" "$t1")") os+=("$(ms "$t2" "$t3")")
+  done
+  b=$(median "${bs[@]}") o=$(median "${os[@]}")
+  printf '| %s | %s | %s | %s | %s | %s |\n' "$c" "$b" "$o" "$(awk -v a="$o" -v b="$b" 'BEGIN {printf "%.2f", a/b}')" "${bs[*]}" "${os[*]}"
 done
-sync
-t0=$(now); "$cordon" diff u >/dev/null; t1=$(now)
-t2=$(now); "$cordon" diff --stat u >/dev/null; t3=$(now)
-printf '\n| cordon diff of 10,000 added files | ms (goal ≤ 1000) |\n|---|---|\n| patch | %s |\n| --stat | %s |\n' "$(ms "$t0" "$t1")" "$(ms "$t2" "$t3")"
-t0=$(now); cp -a "$CORDON_OVERLAY_DIR/u/upper/u" "$tmp/cp-copy"; sync; t1=$(now)
-t2=$(now); (cd "$work" && "$cordon" apply --config "$tmp/cfg.yaml" u 2>/dev/null); t3=$(now)
-c=$(ms "$t0" "$t1") a=$(ms "$t2" "$t3")
-printf '\n| 10,000 files | cp -a + sync ms | cordon apply ms | ratio (goal ≤ 2) |\n|---|---|---|---|\n| apply | %s | %s | %s |\n' "$c" "$a" "$(awk -v a="$a" -v b="$c" 'BEGIN {printf "%.2f", a/b}')"
-[ "$(find "$work/u" -type f | wc -l)" = 10000 ] || { echo "overlay.sh: apply did not land 10,000 files" >&2; exit 1; }
+rm -rf "$work/u" "$work/c"; sync
+ds=() ss=()
+for _ in $(seq "$rounds"); do
+  t0=$(now); "$cordon" diff u >/dev/null; t1=$(now)
+  t2=$(now); "$cordon" diff --stat u >/dev/null; t3=$(now)
+  ds+=("$(ms "$t0" "$t1")") ss+=("$(ms "$t2" "$t3")")
+done
+printf '\n| cordon diff of 10,000 added files | median ms (goal ≤ 1000) | runs |\n|---|---|---|\n| patch | %s | %s |\n| --stat | %s | %s |\n' \
+  "$(median "${ds[@]}")" "${ds[*]}" "$(median "${ss[@]}")" "${ss[*]}"
+cs=() as=()
+for i in $(seq "$rounds"); do
+  if [ "$i" -gt 1 ]; then
+    rm -rf "$work/u"; "$cordon" discard u >/dev/null
+    (cd "$work" && "$cordon" run --config "$tmp/cfg.yaml" --overlay u -- sh -c "${cmd[untar]}") >/dev/null
+  fi
+  rm -rf "$tmp/cp-copy"; sync
+  t0=$(now); cp -a "$CORDON_OVERLAY_DIR/u/upper/u" "$tmp/cp-copy"; sync; t1=$(now)
+  sync
+  t2=$(now); (cd "$work" && "$cordon" apply --config "$tmp/cfg.yaml" u 2>/dev/null); t3=$(now)
+  [ "$(find "$work/u" -type f | wc -l)" = 10000 ] || { echo "overlay.sh: apply did not land 10,000 files" >&2; exit 1; }
+  cs+=("$(ms "$t0" "$t1")") as+=("$(ms "$t2" "$t3")")
+done
+c=$(median "${cs[@]}") a=$(median "${as[@]}")
+printf '\n| 10,000 files | cp -a + sync median ms | cordon apply median ms | ratio (goal ≤ 2) | cp runs | apply runs |\n|---|---|---|---|---|---|\n| apply | %s | %s | %s | %s | %s |\n' \
+  "$c" "$a" "$(awk -v a="$a" -v b="$c" 'BEGIN {printf "%.2f", a/b}')" "${cs[*]}" "${as[*]}"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -16,6 +16,10 @@ var (
 	// ErrNoWorkspace means a tool was given no path in a sandbox that has no
 	// workspace to default to.
 	ErrNoWorkspace = errors.New("this sandbox has no workspace")
+	// ErrOverlayNoSession means a file tool of a server in overlay mode
+	// found no sandbox holding the overlay: the file tools reach an
+	// overlay only through the session that mounts it.
+	ErrOverlayNoSession = errors.New("the file tools reach the overlay only through the sandbox that mounts it, and it could not be started")
 	// ErrEmptyCommand means shell was called without a command.
 	ErrEmptyCommand = errors.New("empty command")
 )

@@ -26,6 +26,10 @@ type Options struct {
 	Shell bool
 	// Version is announced to clients.
 	Version string
+	// Overlay, when set, runs the shell tool's session in that overlay of
+	// the workspace and gives the file tools the overlay's view (default:
+	// the sandbox's own workspace_mode: overlay name, if any).
+	Overlay string
 }
 
 // Server is an MCP server whose tools are confined to one sandbox.
@@ -35,6 +39,7 @@ type Server struct {
 	files   *cordon.Files
 	table   *mounts.Table
 	shellOn bool
+	overlay string
 	mcp     *mcp.Server
 	desc    string
 	brief   string
@@ -49,9 +54,16 @@ func New(opts Options) (*Server, error) {
 		return nil, ErrNoSandbox
 	}
 	files := opts.Sandbox.Files()
-	s := &Server{sandbox: opts.Sandbox, sb: opts.Sandbox.Spec(), files: files, table: files.Table(), shellOn: opts.Shell}
+	s := &Server{sandbox: opts.Sandbox, sb: opts.Sandbox.Spec(), files: files, table: files.Table(), shellOn: opts.Shell, overlay: opts.Overlay}
+	if s.overlay == "" {
+		s.overlay = s.sb.OverlayName
+	}
 	s.desc = Describe(s.sb, s.table)
 	s.brief = Brief(s.sb)
+	if s.overlay != "" {
+		s.desc += fmt.Sprintf("- overlay: every tool works on the copy-on-write overlay %s of the workspace; nothing reaches the host workspace until the user runs cordon apply %s\n", s.overlay, s.overlay)
+		s.brief += fmt.Sprintf(" Every tool works on the copy-on-write overlay %s: nothing reaches the host workspace until the user runs cordon apply.", s.overlay)
+	}
 	version := opts.Version
 	if version == "" {
 		version = "dev"
@@ -197,22 +209,37 @@ func (s *Server) describe(context.Context, *mcp.CallToolRequest, DescribeInput) 
 	return textResult(s.desc), nil, nil
 }
 
-func (s *Server) read(_ context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, any, error) {
-	text, err := s.files.Read(in.Path, in.MaxChars)
+func (s *Server) read(ctx context.Context, call *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, any, error) {
+	files, done, err := s.filesFor(ctx, call)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
+	text, err := files.Read(in.Path, in.MaxChars)
 	if err != nil {
 		return nil, nil, err
 	}
 	return textResult(text), nil, nil
 }
 
-func (s *Server) write(_ context.Context, _ *mcp.CallToolRequest, in WriteInput) (*mcp.CallToolResult, any, error) {
-	if err := s.files.Write(in.Path, in.Content); err != nil {
+func (s *Server) write(ctx context.Context, call *mcp.CallToolRequest, in WriteInput) (*mcp.CallToolResult, any, error) {
+	files, done, err := s.filesFor(ctx, call)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
+	if err := files.Write(in.Path, in.Content); err != nil {
 		return nil, nil, err
 	}
 	return textResult(fmt.Sprintf("wrote %d bytes to %s", len(in.Content), in.Path)), nil, nil
 }
 
-func (s *Server) list(_ context.Context, _ *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, any, error) {
+func (s *Server) list(ctx context.Context, call *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, any, error) {
+	files, done, err := s.filesFor(ctx, call)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
 	path := in.Path
 	if path == "" {
 		if s.sb.Root == "" {
@@ -221,7 +248,7 @@ func (s *Server) list(_ context.Context, _ *mcp.CallToolRequest, in ListInput) (
 		}
 		path = s.sb.Root
 	}
-	paths, err := s.files.List(path, in.Pattern)
+	paths, err := files.List(path, in.Pattern)
 	if err != nil && !errors.Is(err, mounts.ErrTooMany) {
 		return nil, nil, err
 	}

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,7 +34,11 @@ func (s *Server) sessionFor(ctx context.Context, conn *mcp.ServerSession) (sess 
 	if cur := s.sess.byConn[conn]; cur != nil && cur.Err() == nil {
 		return cur, true, nil
 	}
-	sess, err = s.sandbox.StartSession(ctx)
+	var opts []cordon.SessionOption
+	if s.overlay != "" {
+		opts = append(opts, cordon.SessionOverlay(s.overlay))
+	}
+	sess, err = s.sandbox.StartSession(ctx, opts...)
 	if errors.Is(err, cordon.ErrSessionsUnsupported) {
 		return nil, false, nil
 	}
@@ -75,4 +80,28 @@ func (s *Server) Close() error {
 		errs = append(errs, sess.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// filesFor returns the file tools for a call. In overlay mode they work
+// on the overlay through the connection's session, started here if the
+// shell has not yet: the overlay is mounted only inside a sandbox, and its
+// upper layer must not be written on the host while it is. Without
+// sessions (a backend that has none has no overlay either) the call is
+// refused with what to use. Direct mode uses the sandbox's own tools.
+func (s *Server) filesFor(ctx context.Context, call *mcp.CallToolRequest) (*cordon.Files, func(), error) {
+	if s.overlay == "" {
+		return s.files, func() {}, nil
+	}
+	var conn *mcp.ServerSession
+	if call != nil {
+		conn = call.Session
+	}
+	sess, ok, err := s.sessionFor(ctx, conn)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: overlay %s; fix: run without an overlay on this system", ErrOverlayNoSession, s.overlay)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: overlay %s: %w", ErrOverlayNoSession, s.overlay, err)
+	}
+	return sess.Files()
 }

@@ -263,6 +263,10 @@ func (s *Server) runShell(ctx context.Context, conn *mcp.ServerSession, args []s
 	opts := []cordon.RunOption{cordon.Stdout(stdout), cordon.Stderr(stderr), cordon.Timeout(d)}
 	sess, ok, err := s.sessionFor(ctx, conn)
 	if !ok {
+		if s.overlay != "" {
+			// Refused where there is no overlay, never run direct.
+			opts = append(opts, cordon.InOverlay(s.overlay))
+		}
 		return s.sandbox.Run(ctx, args, opts...)
 	}
 	if err != nil {

@@ -125,6 +125,57 @@ func pathLess(a, b string) bool {
 type walker struct {
 	upper, lower string
 	out          []Change
+	// pathsOnly skips what only a diff needs (each new file's mode):
+	// below a directory the host does not have, entries are taken by
+	// their directory-entry type, with no stat each.
+	pathsOnly bool
+}
+
+// ChangedPaths returns the paths of the files (not directories) the
+// overlay changes, sorted as Changes sorts them: what Changes says, at
+// the cost of a directory read for each new directory instead of a stat
+// for each new file, for a run's result at its end.
+func (o *Overlay) ChangedPaths() ([]string, error) {
+	w := walker{upper: o.Upper(), lower: o.Workspace, pathsOnly: true}
+	if err := w.dir("", true); err != nil {
+		return nil, fmt.Errorf("overlay %s: %w", o.Name, err)
+	}
+	sort.SliceStable(w.out, func(i, j int) bool { return less(w.out[i], w.out[j]) })
+	out := make([]string, 0, len(w.out))
+	for _, c := range w.out {
+		if !c.Dir() && (len(out) == 0 || out[len(out)-1] != c.Path) {
+			out = append(out, c.Path)
+		}
+	}
+	return out, nil
+}
+
+// newDir records the entries of the upper directory rel that the host
+// does not have, by their directory-entry types: all are additions (a
+// whiteout there hides nothing).
+func (w *walker) newDir(rel string, ents []fs.DirEntry) error {
+	for _, e := range ents {
+		p := join(rel, e.Name())
+		switch t := e.Type(); {
+		case t.IsDir():
+			w.out = append(w.out, Change{Path: p, Kind: Added, NewMode: modeDir})
+			sub, err := os.ReadDir(filepath.Join(w.upper, p))
+			if err != nil {
+				return err
+			}
+			if err := w.newDir(p, sub); err != nil {
+				return err
+			}
+		case t&fs.ModeCharDevice != 0:
+		case t.IsRegular():
+			w.out = append(w.out, Change{Path: p, Kind: Added, NewMode: modeFile})
+		case t&fs.ModeSymlink != 0:
+			w.out = append(w.out, Change{Path: p, Kind: Added, NewMode: modeSymlink})
+		default:
+			return fmt.Errorf("%s: a %s in the overlay cannot be applied: only files, symlinks and directories can", p, t)
+		}
+	}
+	return nil
 }
 
 func join(rel, name string) string {
@@ -150,6 +201,9 @@ func (w *walker) dir(rel string, lowerDir bool) error {
 	ents, err := os.ReadDir(filepath.Join(w.upper, rel))
 	if err != nil {
 		return err
+	}
+	if w.pathsOnly && !lowerDir {
+		return w.newDir(rel, ents)
 	}
 	inUpper := make(map[string]bool, len(ents))
 	for _, e := range ents {

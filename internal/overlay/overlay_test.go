@@ -104,6 +104,7 @@ func TestChanges(t *testing.T) {
 		{"file to symlink", []string{"file a x"}, []string{"symlink a b"}, "d:a a:a"},
 		{"dir to file", []string{"file d/a x"}, []string{"file d y"}, "d:d a:d d:d/a"},
 		{"not through a host symlink", []string{"symlink s /etc"}, []string{"opaque s", "file s/passwd x"}, "d:s a:s a:s/passwd"},
+		{"new tree", nil, []string{"file d/e/a x", "symlink d/l a", "whiteout d/w", "file d-x y"}, "a:d a:d/e a:d/e/a a:d/l a:d-x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,6 +115,17 @@ func TestChanges(t *testing.T) {
 			}
 			if got := summary(cs); got != tt.want {
 				t.Errorf("changes = %q, want %q", got, tt.want)
+			}
+			// A run's result: the same files, found without a stat each.
+			var want []string
+			for _, c := range cs {
+				if !c.Dir() && (len(want) == 0 || want[len(want)-1] != c.Path) {
+					want = append(want, c.Path)
+				}
+			}
+			paths, err := o.ChangedPaths()
+			if err != nil || strings.Join(paths, " ") != strings.Join(want, " ") {
+				t.Errorf("ChangedPaths = %q, %v; want %q", paths, err, want)
 			}
 		})
 	}

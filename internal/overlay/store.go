@@ -145,7 +145,7 @@ func (o *Overlay) Lock() (release func(), err error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s is used by another run, session or apply; fix: wait for it to end, or use another name", ErrInUse, o.Name)
+			return nil, fmt.Errorf("%w: %s is held by another cordon run, session or apply of it (cordon overlays lists the overlays, cordon session ls the sessions); nothing ran; fix: wait for it to end, or give another name (--overlay NAME, or sandbox.overlay in the config)", ErrInUse, o.Name)
 		}
 		return nil, fmt.Errorf("overlay %s: lock: %w", o.Name, err)
 	}
