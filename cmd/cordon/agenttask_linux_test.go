@@ -146,6 +146,16 @@ func agentHome(t *testing.T, u *sessionUser) string {
 	if home == "" { // root: a home of the test's own, and its caches
 		home = t.TempDir()
 		u.env = append(u.env, "HOME="+home, "XDG_CACHE_HOME=", "XDG_CONFIG_HOME=", "CORDON_CACHE_DIR="+filepath.Join(home, "caches"))
+		// Go's module folders are read-only: writable again, so that a
+		// caller who is not root can remove the home.
+		t.Cleanup(func() {
+			_ = filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
+				if err == nil && d.IsDir() {
+					_ = os.Chmod(p, 0o755)
+				}
+				return nil
+			})
+		})
 	}
 	writeFile(t, filepath.Join(home, ".gitconfig"), "[user]\n\tname = Host Person\n\temail = host@example.com\n[core]\n\thooksPath = /nonexistent\n")
 	return home
