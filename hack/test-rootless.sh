@@ -35,6 +35,7 @@ go test -c -o "$work/xlock.test" ./internal/xlock/
 go test -c -tags seccomp -o "$work/ociruntime.test" ./internal/ociruntime/
 go test -c -o "$work/overlay.test" ./internal/overlay/
 go test -c -o "$work/cachedir.test" ./internal/cachedir/
+go test -c -tags seccomp -o "$work/cmdcordon.test" ./cmd/cordon/
 cp bin/cordon "$work/cordon"
 ln -s cordon "$work/cordon-oci"
 mkdir -m 0700 "$work/xdg"
@@ -71,6 +72,8 @@ if ! "${as_user[@]}" test -r /dev/net/tun -a -w /dev/net/tun; then
 fi
 echo "== git out of the box as uid $uid (rootless): identity, submodules, a linked worktree and a submodule checkout as workspaces"
 (cd "$work" && "${as_user[@]}" "$work/cordon.test" -test.count=1 -test.run 'TestIntegrationGit' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|git_linux_test')
+echo "== the recorded agent task, session start NAME and a rootless bundle as uid 4242: these tests drop to uid 4242 with setpriv themselves (cordon's CLI binary, as a harness runs it)"
+(cd cmd/cordon && "$work/cmdcordon.test" -test.count=1 -test.run 'TestIntegrationAgentTaskDefaultProfile/rootless|TestSessionCLIPositionalName/rootless|TestBundleRootlessRunc' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|    --- |agenttask_linux_test|_test.go')
 echo "== macOS's allow-list proxy as uid $uid: curl, git and Python through it, refusals typed and audited"
 (cd "$work" && "${as_user[@]}" "$work/netguard.test" -test.count=1 -test.run 'TestProxy' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
 echo "== one decision for every writer as uid $uid (rootless): the broker, Files, the MCP write tool and cordon check"

@@ -52,7 +52,8 @@ type Bundle struct {
 
 // WriteBundle writes an OCI bundle in dir (which must be empty or absent)
 // that runs args in sandbox sb under a stock runtime (runc, crun): the
-// plan a `cordon run` would use, as root, with its rootfs skeleton, an
+// plan this user's `cordon run` would use (rootless: its user namespace,
+// which rootless runc needs), with its rootfs skeleton, an
 // ociVersion those runtimes take, no cgroups path of cordon's own (the
 // runtime names the cgroup after the container), plain read-only binds
 // for files (crun refuses "rro" on a file), and nothing written outside
@@ -70,14 +71,17 @@ func WriteBundle(dir string, sb *spec.Sandbox, args []string) (*Bundle, error) {
 	if sb.Root != "" {
 		cwd = sb.Root
 	}
-	ro := runOptions(BackendLibcontainer, "bundle", rootfs, ProbeHost())
+	// A rootless caller's bundle is for rootless runc: a user namespace
+	// that maps the caller's ids, as a rootless cordon run has.
+	be := linuxBackend()
+	ro := runOptions(be, "bundle", rootfs, ProbeHost())
 	ro.CgroupsPath = ""
 	ro.NetworkGuarded = false
 	// A stock runtime has no broker, and a mount over a missing path
 	// would make it on the host: the missing deny and protect paths are
 	// left out and listed instead. A bundle never changes the workspace
 	// (placeholder directories named .git/commondir broke git there).
-	p, enf, err := Plan(BackendLibcontainer, sb, process(args, cwd, false), ro)
+	p, enf, err := Plan(be, sb, process(args, cwd, false), ro)
 	if err != nil {
 		return nil, err
 	}

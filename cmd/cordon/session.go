@@ -24,7 +24,7 @@ func init() {
 }
 
 const sessionUsage = `usage:
-  cordon session start [--name N] [--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--allow HOST]... [-e NAME[=VALUE]]... [--readonly] [--timeout D] [--memory M] [--pids N] [--attach PATH]... [--audit FILE]
+  cordon session start [--name N | NAME] [--config F] [--profile P] [--worker W]... [--mount SRC[:DST][:ro]]... [--network] [--allow HOST]... [-e NAME[=VALUE]]... [--readonly] [--timeout D] [--memory M] [--pids N] [--attach PATH]... [--audit FILE]
   cordon session stop NAME
   cordon session list
   cordon session ps NAME          (the execs started with --detach: id, state, log, command)
@@ -82,6 +82,11 @@ func sessionDir() (*session.Dir, error) {
 // Go runtime started (sessionstart_linux.c) and this is it; otherwise it
 // is a `cordon session serve` process started here.
 func sessionStart(args []string) int {
+	args, err := sessionPositionalName(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return refuseStart(exitConfig)
+	}
 	name := ""
 	rest := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
@@ -90,7 +95,7 @@ func sessionStart(args []string) int {
 		case a == "--name" || a == "-name":
 			if i+1 >= len(args) {
 				fmt.Fprintln(os.Stderr, "cordon session start: --name needs a value")
-				return exitConfig
+				return refuseStart(exitConfig)
 			}
 			name = args[i+1]
 			i++
@@ -107,7 +112,7 @@ func sessionStart(args []string) int {
 	}
 	if err := session.CheckName(name); err != nil {
 		fmt.Fprintf(os.Stderr, "cordon session start: %v\n", err)
-		return exitConfig
+		return refuseStart(exitConfig)
 	}
 	if fd := forkedReadyFD(); fd >= 0 {
 		// This is the supervisor, forked before the Go runtime started;

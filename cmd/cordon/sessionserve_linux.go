@@ -30,17 +30,12 @@ func serveSession(args []string, printName bool) int {
 	fs := newFlagSet("session serve", "--name N --ready-fd FD [sandbox flags]")
 	if printName {
 		// `cordon session start`, forked: its usage is the caller's.
-		fs = newFlagSet("session start", "[--name N] [sandbox flags]")
+		fs = newFlagSet("session start", "[--name N | NAME] [sandbox flags]")
 	}
 	var sf sandboxFlags
 	var of overrideFlags
 	var ag agentFlags
-	sf.register(fs)
-	of.register(fs)
-	ag.register(fs)
-	name := fs.String("name", "", "the session's `NAME`")
-	overlayName := fs.String("overlay", "", "run the session's commands copy-on-write in the overlay `NAME` (cordon diff/apply/discard NAME)")
-	readyFD := fs.Int("ready-fd", -1, "write the start's exit code to `FD`")
+	name, overlayName, readyFD := registerSessionStart(fs, &sf, &of, &ag)
 	if err := fs.Parse(args); err != nil {
 		// A bad flag (or -h): the flag package said why on stderr. The
 		// ready pipe comes first in the arguments, so it is known here:
@@ -52,8 +47,15 @@ func serveSession(args []string, printName bool) int {
 		}
 		return exitConfig
 	}
-	if *readyFD < 3 || fs.NArg() > 0 {
+	if *readyFD < 3 {
 		fmt.Fprintln(os.Stderr, "cordon session serve is started by cordon session start; run that instead")
+		return exitConfig
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "%v (got %q)\n", errSessionArgs, fs.Args())
+		ready := os.NewFile(uintptr(*readyFD), "ready")
+		fmt.Fprintf(ready, "%d\n", exitConfig)
+		ready.Close()
 		return exitConfig
 	}
 	ready := os.NewFile(uintptr(*readyFD), "ready")
