@@ -42,22 +42,21 @@ var gitReads sync.Map // path -> gitRead
 // the file has not changed since (see above); nil and an error for a file
 // that is missing or larger than 1 MiB.
 func readGitConfig(cfg string) ([]byte, error) {
-	id, ok := gitStat(cfg)
-	if ok {
-		if v, hit := gitReads.Load(cfg); hit {
-			r := v.(gitRead)
-			if r.id == id && r.at.UnixNano()-max(id.mtime, id.ctime) > int64(gitRacyWindow) {
-				return r.data, r.err
-			}
+	id, err := gitStat(cfg)
+	if err != nil {
+		return nil, err // missing (most hosts lack one of the configs)
+	}
+	if v, hit := gitReads.Load(cfg); hit {
+		r := v.(gitRead)
+		if r.id == id && r.at.UnixNano()-max(id.mtime, id.ctime) > int64(gitRacyWindow) {
+			return r.data, r.err
 		}
 	}
 	data, err := os.ReadFile(cfg)
 	if err == nil && len(data) > 1<<20 {
 		data, err = nil, errGitConfigSize
 	}
-	if ok {
-		gitReads.Store(cfg, gitRead{id: id, at: time.Now(), data: data, err: err})
-	}
+	gitReads.Store(cfg, gitRead{id: id, at: time.Now(), data: data, err: err})
 	return data, err
 }
 
@@ -65,10 +64,10 @@ var errGitConfigSize = &os.PathError{Op: "read", Err: syscall.EFBIG}
 
 // gitStat is the identity of the file cfg names (links followed, as the
 // read follows them).
-func gitStat(cfg string) (gitFileID, bool) {
+func gitStat(cfg string) (gitFileID, error) {
 	var st unix.Stat_t
-	if unix.Stat(cfg, &st) != nil {
-		return gitFileID{}, false
+	if err := unix.Stat(cfg, &st); err != nil {
+		return gitFileID{}, &os.PathError{Op: "stat", Path: cfg, Err: err}
 	}
-	return gitFileID{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
+	return gitFileID{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, nil
 }
