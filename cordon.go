@@ -138,7 +138,7 @@ func (p *Project) Config() *spec.Config {
 }
 
 // Sandbox returns the project's top-level sandbox.
-func (p *Project) Sandbox() (*Sandbox, error) { return p.newSandbox(&p.cfg.Sandbox) }
+func (p *Project) Sandbox() (*Sandbox, error) { return p.newSandbox(&p.cfg.Sandbox, nil) }
 
 // Worker derives the sandbox of the worker file at path (*.worker.yaml)
 // from the top-level sandbox. See Sandbox.Derive.
@@ -160,12 +160,12 @@ func (p *Project) Derive(w *spec.Worker, opts ...DeriveOption) (*Sandbox, error)
 	return top.Derive(w, opts...)
 }
 
-func (p *Project) newSandbox(sb *spec.Sandbox) (*Sandbox, error) {
+func (p *Project) newSandbox(sb *spec.Sandbox, known *readIdentity) (*Sandbox, error) {
 	c := sb.Clone()
 	withHostTools(c)
 	// A sandbox built in code (NewProject) or changed by a front end's
 	// flags (--mount) gets the same home-directory check as a config.
-	added, err := withGit(c)
+	added, err := withGit(c, known)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +265,7 @@ func (s *Sandbox) Worker(path string, opts ...DeriveOption) (*Sandbox, error) {
 	// The worker file steers later derivations: the child must not rewrite it.
 	guarded := child.sb.Clone()
 	spec.GuardControlFiles(guarded, []string{path}, nil)
-	return s.p.newSandbox(guarded)
+	return s.p.newSandbox(guarded, nil)
 }
 
 // Derive returns the sandbox of worker w started from s: s ∩ w's request
@@ -285,7 +285,7 @@ func (s *Sandbox) Derive(w *spec.Worker, opts ...DeriveOption) (*Sandbox, error)
 	if err != nil {
 		return nil, s.refuse(err)
 	}
-	return s.p.newSandbox(child)
+	return s.p.newSandbox(child, nil)
 }
 
 // attach checks c's attachments in s and shows them in child read-only.

@@ -25,8 +25,11 @@ const systemGitConfig = "/etc/gitconfig"
 // git identity (gitid), shown read-only at its host path and read by the
 // sandbox's git as its system config, so that the sandbox's own global
 // config and a repository's user.email still win. A derived sandbox gets
-// what its parent had, never more.
-func withGit(c *spec.Sandbox) (gitAdded, error) {
+// what its parent had, never more. known is the identity an earlier build
+// of the same sandbox read (Override rebuilds it with a front end's flags),
+// reused when it was read in the same directory: reading it runs git, a
+// process start on every run.
+func withGit(c *spec.Sandbox, known *readIdentity) (gitAdded, error) {
 	var added gitAdded
 	if len(c.Lineage) > 0 {
 		return added, nil
@@ -46,7 +49,13 @@ func withGit(c *spec.Sandbox) (gitAdded, error) {
 	if dir == "" {
 		dir = "/"
 	}
-	id := gitid.Read(dir)
+	var id gitid.Identity
+	if known != nil && known.dir == dir {
+		id = known.id
+	} else {
+		id = gitid.Read(dir)
+	}
+	added.read = &readIdentity{dir: dir, id: id}
 	if id == (gitid.Identity{}) {
 		return added, nil
 	}
@@ -74,6 +83,14 @@ func withGit(c *spec.Sandbox) (gitAdded, error) {
 type gitAdded struct {
 	mounts []spec.Mount
 	env    string
+	// read is the identity read and where (nil when none was read).
+	read *readIdentity
+}
+
+// readIdentity is the caller's git identity as gitid.Read gave it in dir.
+type readIdentity struct {
+	dir string
+	id  gitid.Identity
 }
 
 // without returns a copy of sb without what g added.

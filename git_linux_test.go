@@ -331,3 +331,43 @@ func listDir(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// TestGitIdentityReadOnce: a front end's flags (Override) rebuild the
+// sandbox with the identity the first build read in the same workspace:
+// `cordon run` starts the caller's git once, not once per build, and the
+// rebuilt sandbox still carries the identity.
+func TestGitIdentityReadOnce(t *testing.T) {
+	gitHome(t)
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	bin, log := t.TempDir(), filepath.Join(t.TempDir(), "starts")
+	writeFile(t, filepath.Join(bin, "git"), "#!/bin/sh\necho start >>"+log+"\nexec "+real+" \"$@\"\n")
+	if err := os.Chmod(filepath.Join(bin, "git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	repo := t.TempDir()
+	sb, err := gitSandbox(t, repo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := sb.Override(spec.Overrides{Readonly: true, Dir: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "start"); n != 1 {
+		t.Errorf("git started %d times for a build and its Override, want 1", n)
+	}
+	for name, s := range map[string]*cordon.Sandbox{"built": sb, "overridden": ro} {
+		id := s.Spec().Env.Set["GIT_CONFIG_SYSTEM"]
+		if b, err := os.ReadFile(id); err != nil || !strings.Contains(string(b), "host@example.com") {
+			t.Errorf("%s sandbox: identity config %q: %v %q", name, id, err, b)
+		}
+	}
+}

@@ -3,11 +3,13 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 )
 
@@ -44,6 +46,9 @@ func newProcess(p *specs.Process) (*libcontainer.Process, error) {
 		NoNewPrivileges: &p.NoNewPrivileges,
 		AppArmorProfile: p.ApparmorProfile,
 		Label:           p.SelinuxLabel,
+		// Without a level, nsexec logs at debug: about twenty JSON lines
+		// a run, each written, read and decoded for logrus to drop.
+		LogLevel: strconv.Itoa(int(logrus.GetLevel())),
 	}
 	if p.ConsoleSize != nil {
 		lp.ConsoleWidth = uint16(p.ConsoleSize.Width)

@@ -138,9 +138,18 @@ func (s *stateDir) writeRecord(rec runRecord) error {
 // cleanup undoes everything run id left on the host: the container and its
 // cgroups, the placeholders, the rootfs skeleton and the run directory.
 // It never deletes a regular file outside the run directory.
-func (s *stateDir) cleanup(id string) error {
+func (s *stateDir) cleanup(id string) error { return s.cleanupRun(id, nil) }
+
+// cleanupRun is cleanup with the run's container when the caller holds it
+// (nil: loaded from its state, as a sweep of a dead run does): a run that
+// ends destroys the container it made without reading its state back.
+func (s *stateDir) cleanupRun(id string, held *libcontainer.Container) error {
 	var errs []error
-	if c, err := libcontainer.Load(s.lcRoot(), id); err == nil {
+	c, err := held, error(nil)
+	if c == nil {
+		c, err = libcontainer.Load(s.lcRoot(), id)
+	}
+	if err == nil {
 		// Destroy refuses a running container: kill it first. Killing the
 		// init ends its whole PID namespace.
 		if st, serr := c.Status(); serr == nil && st != libcontainer.Stopped {

@@ -139,7 +139,7 @@ func (run *linuxRun) beginState() error {
 	run.root = root
 	run.onEnd(func() {
 		run.ph.mark("run")
-		if err := st.cleanup(run.id); err != nil {
+		if err := st.cleanupRun(run.id, run.container); err != nil {
 			run.logCleanup(err)
 		}
 		root.release()

@@ -254,8 +254,8 @@ type gitEntry struct{ key, val string }
 
 // gitEntries reads the keys of the git config file cfg, values unquoted.
 func gitEntries(cfg string) []gitEntry {
-	data, err := os.ReadFile(cfg)
-	if err != nil || len(data) > 1<<20 {
+	data, err := readGitConfig(cfg)
+	if err != nil {
 		return nil
 	}
 	var out []gitEntry

@@ -91,8 +91,8 @@ func gitSubConfigs(dir string) []string {
 // (every include.path and includeIf.*.path, whatever the condition), as
 // written: not cleaned, for hostWalk to resolve.
 func includesOf(cfg string) []string {
-	data, err := os.ReadFile(cfg)
-	if err != nil || len(data) > 1<<20 {
+	data, err := readGitConfig(cfg)
+	if err != nil {
 		return nil
 	}
 	var out []string

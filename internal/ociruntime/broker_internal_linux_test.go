@@ -94,7 +94,7 @@ func TestInitFIFOPath(t *testing.T) {
 		{"fd/7", false},
 	}
 	for _, tc := range tests {
-		if got := fifoPath.MatchString(tc.path); got != tc.want {
+		if got := fifoPath().MatchString(tc.path); got != tc.want {
 			t.Errorf("%q: %v, want %v", tc.path, got, tc.want)
 		}
 	}

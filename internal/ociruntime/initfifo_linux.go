@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -44,9 +45,12 @@ type seccompNotifResp struct {
 // fifoPath is the init's reopen of its FIFO descriptor, through /proc.
 // It is absolute, relative to /proc, or a number relative to the fd
 // directory of /proc (a private instance of /proc names it from its root).
+// Both are compiled on first use, not at every start of the binary.
 var (
-	fifoPath = regexp.MustCompile(`^(/proc)?/?(thread-self|self|[0-9]+(/task/[0-9]+)?)/fd/[0-9]+$`)
-	fdNumber = regexp.MustCompile(`^[0-9]+$`)
+	fifoPath = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(/proc)?/?(thread-self|self|[0-9]+(/task/[0-9]+)?)/fd/[0-9]+$`)
+	})
+	fdNumber = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+$`) })
 )
 
 // nativeArch is the audit arch of this build's calls.
@@ -115,7 +119,7 @@ func initFIFOCall(n seccompNotif, pid int) error {
 	if err != nil {
 		return fmt.Errorf("read the path of the init's first call: %w", err)
 	}
-	if pathArg == 1 && fdNumber.MatchString(p) {
+	if pathArg == 1 && fdNumber().MatchString(p) {
 		// openat(the /proc fd directory, "N"): the directory is named
 		// by the init's own descriptor table.
 		dir, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, int32(n.Args[0])))
@@ -124,7 +128,7 @@ func initFIFOCall(n seccompNotif, pid int) error {
 		}
 		p = dir + "/" + p
 	}
-	if n.Args[flagArg]&unix.O_ACCMODE != unix.O_WRONLY || !fifoPath.MatchString(p) {
+	if n.Args[flagArg]&unix.O_ACCMODE != unix.O_WRONLY || !fifoPath().MatchString(p) {
 		return fmt.Errorf("the init's first brokered call opens %q (flags %#x), not its exec FIFO", p, n.Args[flagArg])
 	}
 	return nil
