@@ -372,6 +372,9 @@ func createBrokered(g *globals, id string, s *specs.Spec, cfg *configs.Config, b
 		bc.Command = s.Process.Args
 	}
 	if b.Audit != "" {
+		if err := checkAuditPath(g.auditDir, b.Audit); err != nil {
+			return nil, nil, err
+		}
 		if err := audit.New("oci", b.Audit).Append(audit.Record{Event: audit.EventStart, RunID: id, Command: bc.Command}); err != nil {
 			return nil, nil, &AnnotationError{Annotation: AnnotationAudit, Problem: fmt.Sprintf("the audit log cannot be written: %v", err),
 				Fix: "give a host path whose folder exists and is writable by the runtime", Err: err}
