@@ -165,8 +165,10 @@ func reviseRoot(fs *flag.FlagSet, g *globals) error {
 		return fmt.Errorf("%w: option --root argument should not be set to /", ErrUsage)
 	}
 	g.root = root
-	if g.auditDir, err = filepath.Abs(g.auditDir); err != nil {
-		return fmt.Errorf("--audit-dir: %w", err)
+	if !filepath.IsAbs(g.auditDir) {
+		// Not made absolute here: a path is resolved as the kernel
+		// resolves it, never cleaned first.
+		return fmt.Errorf("%w: --audit-dir %q is not an absolute path; fix: give the audit folder's absolute path: /var/log/cordon-oci", ErrUsage, g.auditDir)
 	}
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "root" })
