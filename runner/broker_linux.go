@@ -29,9 +29,13 @@ var brokerOpenWrite = []uint64{0o1, 0o2, 0o100, 0o1000}
 
 // brokerENOSYS are calls that would change what the broker guards but
 // that it does not perform: the *xattrat calls (Linux 6.13) take their
-// value in a struct. They fail with ENOSYS, so a caller falls back to the
-// brokered setxattr family, as for openat2.
-var brokerENOSYS = []string{"setxattrat", "removexattrat"}
+// value in a struct; the 32-bit ABI's (i386 and arm: the broker performs
+// only the native one) own names for truncate, chown, lchown, fchown and
+// utimensat, which the native table lacks, so the brokered names never
+// reach them (TestIntegrationBrokerCompatABIRefused). They fail with
+// ENOSYS, so a caller falls back to the brokered calls, as for openat2.
+var brokerENOSYS = []string{"setxattrat", "removexattrat",
+	"truncate64", "chown32", "lchown32", "fchown32", "utimensat_time64"}
 
 // brokeredSeccomp rewrites the filter so that the broker's calls are
 // notified to it: open and openat when a flag may write (with strict, every

@@ -174,7 +174,7 @@ func parseWithSpec(a map[string]string, rootfs string, deny, protect []string) (
 	if v, ok := a[AnnotationAudit]; ok {
 		if !filepath.IsAbs(v) {
 			return Boundary{}, &AnnotationError{Annotation: AnnotationAudit, Problem: fmt.Sprintf("%q is not an absolute host path", v),
-				Fix: "give the absolute host path of the audit log: /var/log/cordon/audit.jsonl"}
+				Fix: "give the absolute host path of the audit log, below the runtime's audit folder (--audit-dir): /var/log/cordon-oci/audit.jsonl"}
 		}
 		doc["audit"] = v
 	}

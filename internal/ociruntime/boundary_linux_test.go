@@ -73,7 +73,7 @@ func TestOCIAnnotationRefused(t *testing.T) {
 		{"the whole container", "run.cordon.protect", "/", []string{"annotation run.cordon.protect", "whole container"}},
 		{"misspelt key", "run.cordon.dney", "/etc/secret", []string{"annotation run.cordon.dney", "not an annotation cordon-oci knows"}},
 		{"bad host", "run.cordon.network.allow", "bad host!", []string{"annotation run.cordon.network.allow", "is not host[:port]"}},
-		{"audit log unwritable", "run.cordon.audit", "/nonexistent-cordon-dir/audit.jsonl", []string{"annotation run.cordon.audit", "cannot be written"}},
+		{"audit log unwritable", "run.cordon.audit", p.auditDir + "/nonexistent-cordon-dir/audit.jsonl", []string{"annotation run.cordon.audit", "cannot be written"}},
 		{"relative audit", "run.cordon.audit", "audit.jsonl", []string{"annotation run.cordon.audit", "not an absolute host path"}},
 	}
 	for _, tc := range tests {

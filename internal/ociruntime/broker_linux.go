@@ -117,8 +117,13 @@ func brokerSeccomp(c *configs.Seccomp, sock string) (*configs.Seccomp, error) {
 // unbrokered are calls that would open or change paths past the broker,
 // which fail with ENOSYS under it (as cordon run's profile has them):
 // openat2 carries its flags in a struct the filter cannot read (a caller
-// falls back to openat), and io_uring performs opens without system calls.
-var unbrokered = []string{"openat2", "io_uring_setup", "io_uring_enter", "io_uring_register"}
+// falls back to openat), io_uring performs opens without system calls,
+// and open_by_handle_at (which podman's and Docker's profiles allow a
+// container with CAP_DAC_READ_SEARCH) opens a file by its handle, not its
+// path, on the mount it is given: a protected file, for writing, through
+// the container's root mount, past its read-only bind
+// (TestOCIOpenByHandleRefused).
+var unbrokered = []string{"openat2", "io_uring_setup", "io_uring_enter", "io_uring_register", "open_by_handle_at"}
 
 // allowedOutright says whether the profile c allows the call name with no
 // condition (true) or refuses it outright (false).
@@ -372,6 +377,9 @@ func createBrokered(g *globals, id string, s *specs.Spec, cfg *configs.Config, b
 		bc.Command = s.Process.Args
 	}
 	if b.Audit != "" {
+		if err := checkAuditPath(g.auditDir, b.Audit); err != nil {
+			return nil, nil, err
+		}
 		if err := audit.New("oci", b.Audit).Append(audit.Record{Event: audit.EventStart, RunID: id, Command: bc.Command}); err != nil {
 			return nil, nil, &AnnotationError{Annotation: AnnotationAudit, Problem: fmt.Sprintf("the audit log cannot be written: %v", err),
 				Fix: "give a host path whose folder exists and is writable by the runtime", Err: err}

@@ -39,7 +39,7 @@ func TestOCIBrokerProtectHeld(t *testing.T) {
 	p := newPodman(t)
 	for i, tc := range plants {
 		t.Run(tc.name, func(t *testing.T) {
-			auditLog := filepath.Join(p.dir, "audit"+string(rune('a'+i))+".jsonl")
+			auditLog := filepath.Join(p.auditDir, "audit"+string(rune('a'+i))+".jsonl")
 			flags := append(annotation("run.cordon.protect", plantProtect), "--annotation", "run.cordon.audit="+auditLog)
 			args := append(p.runArgs(append([]string{"--rm"}, flags...)...), p.image, "sh", "-c", plantScript(tc.try, tc.check))
 			r := p.run(t, args...)

@@ -28,6 +28,7 @@ func TestOCICommandLine(t *testing.T) {
 		{name: "exec failure is 255", args: []string{"exec", "nope", "true"}, wantCode: 255, wantLog: "container does not exist"},
 		{name: "bad log format", args: []string{"--log-format", "xml", "list"}, wantCode: 1},
 		{name: "root is /", args: []string{"--root", "/", "list"}, wantCode: 1},
+		{name: "relative audit folder", args: []string{"--audit-dir", "audit", "list"}, wantCode: 1, wantLog: "is not an absolute path; fix: give the audit folder"},
 		{name: "unknown flag", args: []string{"create", "--nope", "x"}, wantCode: 1, wantLog: "incorrect usage"},
 		{name: "missing id", args: []string{"kill"}, wantCode: 1, wantLog: "requires a minimum of 1 argument"},
 		{name: "bad signal", args: []string{"kill", "x", "SIGNOPE"}, wantCode: 1, wantLog: "container does not exist"},

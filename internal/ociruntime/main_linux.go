@@ -30,6 +30,9 @@ type globals struct {
 	debug         bool
 	rootless      string
 	version       string
+	// auditDir is cordon's own --audit-dir: run.cordon.audit must name a
+	// file below it (auditdir_linux.go).
+	auditDir string
 }
 
 // cmdFunc runs one command with its own arguments and returns runc's
@@ -64,6 +67,7 @@ func Main(args []string, version string) int {
 	fs.BoolVar(&g.systemdCgroup, "systemd-cgroup", false, "enable systemd cgroup support (cgroupsPath of the form slice:prefix:name)")
 	fs.BoolVar(&g.debug, "debug", false, "enable debug logging")
 	fs.StringVar(&g.rootless, "rootless", "auto", "ignore cgroup permission errors ('true', 'false', or 'auto')")
+	fs.StringVar(&g.auditDir, "audit-dir", defaultAuditDir(), "the folder run.cordon.audit logs must lie below (cordon's own flag)")
 	var criu string
 	fs.StringVar(&criu, "criu", "", "(checkpoint/restore is not supported)")
 	var showVersion, help bool
@@ -120,7 +124,7 @@ func cmdNames() []string {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: cordon-oci [--root DIR] [--log FILE] [--log-format text|json] [--systemd-cgroup] COMMAND [FLAGS] ID\n\n"+
+	fmt.Fprintf(w, "usage: cordon-oci [--root DIR] [--log FILE] [--log-format text|json] [--systemd-cgroup] [--audit-dir DIR] COMMAND [FLAGS] ID\n\n"+
 		"cordon's OCI runtime, with runc's command line. Commands: %s.\n"+
 		"Annotations: %s (see docs/oci.md).\n", strings.Join(cmdNames(), ", "), strings.Join(known, ", "))
 }
@@ -161,6 +165,11 @@ func reviseRoot(fs *flag.FlagSet, g *globals) error {
 		return fmt.Errorf("%w: option --root argument should not be set to /", ErrUsage)
 	}
 	g.root = root
+	if !filepath.IsAbs(g.auditDir) {
+		// Not made absolute here: a path is resolved as the kernel
+		// resolves it, never cleaned first.
+		return fmt.Errorf("%w: --audit-dir %q is not an absolute path; fix: give the audit folder's absolute path: /var/log/cordon-oci", ErrUsage, g.auditDir)
+	}
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "root" })
 	if !set && honorXDG() && os.Getenv("XDG_RUNTIME_DIR") != "" {

@@ -25,7 +25,7 @@ func TestOCINetworkAllow(t *testing.T) {
 	p := newPodman(t)
 	h := nettest.NewHost(t, "allowed.test")
 	addr := h.Addr.String()
-	auditLog := filepath.Join(p.dir, "net.jsonl")
+	auditLog := filepath.Join(p.auditDir, "net.jsonl")
 	flags := []string{"--annotation", fmt.Sprintf("run.cordon.network.allow=%s:%d", addr, h.HTTPPort), "--annotation", "run.cordon.audit=" + auditLog}
 	script := netScript(addr, h.HTTPPort) + "; echo next; " + netScript(addr, h.HTTPSPort) + "; : " + testMarker
 	args := append(p.runArgs(append([]string{"--rm"}, flags...)...), p.image, "sh", "-c", script)

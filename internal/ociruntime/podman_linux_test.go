@@ -21,6 +21,8 @@ type podman struct {
 	base   []string
 	image  string
 	before snapshot
+	// auditDir is cordon-oci's --audit-dir: audit logs go below it.
+	auditDir string
 }
 
 // requireTool skips t without the tool, and fails it under CI=true, where
@@ -69,10 +71,10 @@ func newPodman(t *testing.T) *podman {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	p := &podman{dir: dir, image: "localhost/cordon-oci-test:1"}
+	p := &podman{dir: dir, image: "localhost/cordon-oci-test:1", auditDir: filepath.Join(dir, "audit")}
 	p.base = []string{"--root", filepath.Join(dir, "storage"), "--runroot", filepath.Join(dir, "run"),
 		"--tmpdir", filepath.Join(dir, "tmp"), "--storage-driver", "vfs", "--events-backend", "none",
-		"--cgroup-manager", "cgroupfs", "--runtime", ociBin}
+		"--cgroup-manager", "cgroupfs", "--runtime", ociBin, "--runtime-flag", "audit-dir=" + p.auditDir}
 	p.before = takeSnapshot(t)
 	tarball := filepath.Join(dir, "rootfs.tar")
 	if out, err := exec.Command("tar", "--owner=0", "--group=0", "--numeric-owner", "-C", rootfs, "-cf", tarball, ".").CombinedOutput(); err != nil {
