@@ -64,7 +64,8 @@ func applyAnnotations(s *specs.Spec) (Boundary, error) {
 
 // refuseUnenforced fails closed on what this mode does not enforce: an
 // allow list on a network the guard cannot stand in front of, and any
-// boundary in a container that could undo mounts (CAP_SYS_ADMIN).
+// boundary in a container whose capabilities could undo it
+// (boundaryBreakingCaps).
 func refuseUnenforced(b Boundary, s *specs.Spec) error {
 	var errs []error
 	if len(b.Allow) > 0 {
@@ -72,11 +73,56 @@ func refuseUnenforced(b Boundary, s *specs.Spec) error {
 			errs = append(errs, err)
 		}
 	}
-	if p := s.Process; p != nil && p.Capabilities != nil && slices.Contains(p.Capabilities.Bounding, "CAP_SYS_ADMIN") {
-		errs = append(errs, &AnnotationError{Annotation: annotationPrefix + "*", Problem: "the container has CAP_SYS_ADMIN, with which it could unmount what deny and protect mount",
-			Fix: "drop CAP_SYS_ADMIN (do not run it privileged), or leave the run.cordon annotations out"})
+	for _, c := range boundaryBreakingCaps(s) {
+		errs = append(errs, &AnnotationError{Annotation: annotationPrefix + "*", Problem: "the container has " + c.name + ", with which it could " + c.why,
+			Fix: "drop " + c.name + " (do not run it privileged), or leave the run.cordon annotations out"})
 	}
 	return errors.Join(errs...)
+}
+
+// breakingCap is a capability with which a container's own processes
+// could step around the broker and the mounts that hold its boundary.
+type breakingCap struct{ name, why string }
+
+// boundaryBreakingCaps lists the capabilities in s's bounding set that
+// would undo cordon's boundary: unmounting what deny and protect mount
+// (CAP_SYS_ADMIN), loading kernel code (CAP_SYS_MODULE), raw device and
+// port access (CAP_SYS_RAWIO), and, with the host's PID namespace, tracing
+// host processes (CAP_SYS_PTRACE).
+func boundaryBreakingCaps(s *specs.Spec) []breakingCap {
+	p := s.Process
+	if p == nil || p.Capabilities == nil {
+		return nil
+	}
+	caps := []breakingCap{
+		{"CAP_SYS_ADMIN", "unmount what deny and protect mount"},
+		{"CAP_SYS_MODULE", "load kernel code, which no sandbox holds"},
+		{"CAP_SYS_RAWIO", "write block devices and I/O ports under every file system rule"},
+	}
+	if !hasNamespace(s, specs.PIDNamespace) {
+		caps = append(caps, breakingCap{"CAP_SYS_PTRACE", "trace the host's processes (it shares the host's PID namespace)"})
+	}
+	var out []breakingCap
+	for _, c := range caps {
+		if slices.Contains(p.Capabilities.Bounding, c.name) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// hasNamespace reports whether s asks for a new namespace of type t (or
+// joins one by path: not the runtime's own either way).
+func hasNamespace(s *specs.Spec, t specs.LinuxNamespaceType) bool {
+	if s.Linux == nil {
+		return false
+	}
+	for _, ns := range s.Linux.Namespaces {
+		if ns.Type == t {
+			return true
+		}
+	}
+	return false
 }
 
 // kindInRoot resolves p inside rootfs as the container will (symlinks

@@ -221,7 +221,11 @@ func startBroker(g *globals, sock string, cfg brokerConfig) (pid int, stop func(
 	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return 0, nil, fmt.Errorf("the broker's socket: %w", err)
 	}
+	// 0600 from the bind, not after it: a state root others may enter
+	// (containerd's is 0711) gives them no moment to connect first.
+	old := unix.Umask(0o177)
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	unix.Umask(old)
 	if err != nil {
 		return 0, nil, fmt.Errorf("the broker's socket: %w", err)
 	}

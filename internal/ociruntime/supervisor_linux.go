@@ -129,6 +129,11 @@ func (s *supervisor) accept(l *net.UnixListener) {
 		if err != nil {
 			return
 		}
+		if err := runtimePeer(c); err != nil {
+			c.Close()
+			logrus.WithField("container", s.cfg.ID).Errorf("cordon-oci broker: %v", err)
+			continue
+		}
 		st, fd, err := recvSeccompFD(c)
 		c.Close()
 		if err != nil {
@@ -188,6 +193,32 @@ func (s *supervisor) stopAll() {
 		}
 	}
 	s.bs = nil
+}
+
+// runtimePeer refuses a connection from anyone but the runtime's own user:
+// libcontainer's parent process (cordon-oci create or exec, as that user)
+// sends the seccomp descriptor, never the container. The socket is 0600
+// from its bind (startBroker), and this holds even where the state root
+// lets others in.
+func runtimePeer(c *net.UnixConn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("the connecting process: %w", err)
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return fmt.Errorf("the connecting process: %w", err)
+	}
+	if credErr != nil {
+		return fmt.Errorf("the connecting process: %w", credErr)
+	}
+	if want := uint32(os.Getuid()); cred.Uid != want {
+		return fmt.Errorf("refused a connection from uid %d (pid %d): only the runtime's user (uid %d) sends a seccomp descriptor", cred.Uid, cred.Pid, want)
+	}
+	return nil
 }
 
 // recvSeccompFD reads libcontainer's message to a seccomp agent: the
