@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cordon-run/cordon/internal/broker"
 	"github.com/cordon-run/cordon/runner"
@@ -269,11 +270,21 @@ func runRootlessRacer(ws string, protect, args []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("setpriv", "--reuid="+rootlessUID, "--regid="+rootlessUID, "--clear-groups", "--reset-env",
-		"env", "HOME="+home, "TMPDIR="+home, "CORDON_ROOTLESS=1", "PATH=/usr/local/bin:/usr/bin:/bin", "CORDON_XRACER="+string(req),
-		self, "-test.run", "^TestXRacerHelper$", "-test.count=1")
-	cmd.Dir = home
-	out, err := cmd.CombinedOutput()
+	var out []byte
+	for try := 0; ; try++ {
+		cmd := exec.Command("setpriv", "--reuid="+rootlessUID, "--regid="+rootlessUID, "--clear-groups", "--reset-env",
+			"env", "HOME="+home, "TMPDIR="+home, "CORDON_ROOTLESS=1", "PATH=/usr/local/bin:/usr/bin:/bin", "CORDON_XRACER="+string(req),
+			self, "-test.run", "^TestXRacerHelper$", "-test.count=1")
+		cmd.Dir = home
+		out, err = cmd.CombinedOutput()
+		// ETXTBSY: a process another racer forked while the copy was
+		// being written still holds its descriptor open for a moment
+		// (golang.org/issue/22315); the exec is tried again.
+		if err == nil || try == 20 || !bytes.Contains(out, []byte("Text file busy")) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err != nil {
 		return "", fmt.Errorf("the rootless racer: %w: %s", err, out)
 	}
