@@ -154,6 +154,16 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 		if err != nil {
 			return fail(err)
 		}
+		if b.plainCreate(l, flags) {
+			r, made, again := b.createNew(c, l, flags, mode)
+			if again {
+				continue
+			}
+			if made || flags&unix.O_EXCL != 0 {
+				return r // made, or the kernel's EEXIST for any name there
+			}
+			// The name exists: opened as below, decided as an existing file.
+		}
 		var st unix.Stat_t
 		err = unix.Fstatat(l.dir, l.name, &st, unix.AT_SYMLINK_NOFOLLOW)
 		switch {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -276,21 +277,51 @@ func (b *Broker) create(c *call, op string, l loc, flags int, mode uint32) (r re
 	if gitLinkName(l.path) {
 		return b.openGitFile(c, op, l, flags, mode, false), false
 	}
+	r, _, again = b.makeFile(c, l, flags, mode)
+	return r, again
+}
+
+// plainCreate reports whether an open with flags of the name at l may be
+// tried as a create at once, with no look first (an fstatat each create,
+// which only told a new name from an existing one): it creates, the
+// policy lets the path be made (the one decision), and nothing else is
+// decided on a new name there (a git file or config, or /proc). A name
+// that exists is then the create's EEXIST, and decided as before.
+func (b *Broker) plainCreate(l loc, flags int) bool {
+	return flags&unix.O_CREAT != 0 && flags&unix.O_TMPFILE != unix.O_TMPFILE &&
+		!decide.Relevant(l.path) && !gitLinkName(l.path) && !strings.HasPrefix(l.path, "/proc/") &&
+		b.policy.Refuse(l.path) == ""
+}
+
+// createNew is create for a name plainCreate let through: made says the
+// name was made (r is then its answer); EEXIST with no O_EXCL in flags is
+// neither made nor an answer (the caller opens the name as it exists).
+func (b *Broker) createNew(c *call, l loc, flags int, mode uint32) (r result, made, again bool) {
+	b.names.RLock()
+	defer b.names.RUnlock()
+	return b.makeFile(c, l, flags, mode)
+}
+
+// makeFile creates the file at l, decided already, with the caller's
+// umask, and checks that l's directory did not move meanwhile (see
+// landed). ELOOP (a symlink made there meanwhile) is again; so is EEXIST
+// without O_EXCL, unless the caller looks at the name itself (createNew).
+func (b *Broker) makeFile(c *call, l loc, flags int, mode uint32) (r result, made, again bool) {
 	c.applyUmask()
 	fd, err := unix.Openat(l.dir, l.name, flags|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	if err == unix.ELOOP || err == unix.EEXIST && flags&unix.O_EXCL == 0 {
-		return result{}, true
+		return result{}, false, true
 	}
 	if err != nil {
-		return fail(err), false
+		return fail(err), false, false
 	}
 	if moved(l) { // see landed
 		result{fd: fd, created: &l}.uncreate()
 		unix.Close(fd)
-		return result{}, true
+		return result{}, false, true
 	}
 	b.rememberGuarded(l.path, fd, "")
-	return result{fd: fd, cloexec: flags&unix.O_CLOEXEC != 0, created: &l}, false
+	return result{fd: fd, cloexec: flags&unix.O_CLOEXEC != 0, created: &l}, true, false
 }
 
 // uncreate removes the file r.created names if it is still the file r.fd
