@@ -155,14 +155,14 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 			return fail(err)
 		}
 		if b.plainCreate(l, flags) {
-			r, made, again := b.createNew(c, l, flags, mode)
+			r, again, exists := b.createNew(c, l, flags, mode)
 			if again {
 				continue
 			}
-			if made || flags&unix.O_EXCL != 0 {
-				return r // made, or the kernel's EEXIST for any name there
+			if !exists {
+				return r // made, or the kernel's error (EEXIST with O_EXCL)
 			}
-			// The name exists: opened as below, decided as an existing file.
+			// The name exists: opened as below, decided as an existing name.
 		}
 		var st unix.Stat_t
 		err = unix.Fstatat(l.dir, l.name, &st, unix.AT_SYMLINK_NOFOLLOW)

@@ -277,8 +277,8 @@ func (b *Broker) create(c *call, op string, l loc, flags int, mode uint32) (r re
 	if gitLinkName(l.path) {
 		return b.openGitFile(c, op, l, flags, mode, false), false
 	}
-	r, _, again = b.makeFile(c, l, flags, mode)
-	return r, again
+	r, again, exists := b.makeFile(c, l, flags, mode)
+	return r, again || exists
 }
 
 // plainCreate reports whether an open with flags of the name at l may be
@@ -293,10 +293,10 @@ func (b *Broker) plainCreate(l loc, flags int) bool {
 		b.policy.Refuse(l.path) == ""
 }
 
-// createNew is create for a name plainCreate let through: made says the
-// name was made (r is then its answer); EEXIST with no O_EXCL in flags is
-// neither made nor an answer (the caller opens the name as it exists).
-func (b *Broker) createNew(c *call, l loc, flags int, mode uint32) (r result, made, again bool) {
+// createNew is create for a name plainCreate let through. exists says
+// the name is there already and flags have no O_EXCL: the caller opens
+// it as an existing name (with O_EXCL, r is the kernel's EEXIST).
+func (b *Broker) createNew(c *call, l loc, flags int, mode uint32) (r result, again, exists bool) {
 	b.names.RLock()
 	defer b.names.RUnlock()
 	return b.makeFile(c, l, flags, mode)
@@ -304,13 +304,16 @@ func (b *Broker) createNew(c *call, l loc, flags int, mode uint32) (r result, ma
 
 // makeFile creates the file at l, decided already, with the caller's
 // umask, and checks that l's directory did not move meanwhile (see
-// landed). ELOOP (a symlink made there meanwhile) is again; so is EEXIST
-// without O_EXCL, unless the caller looks at the name itself (createNew).
-func (b *Broker) makeFile(c *call, l loc, flags int, mode uint32) (r result, made, again bool) {
+// landed): again then, or when a symlink was made there meanwhile
+// (ELOOP). exists is EEXIST with no O_EXCL in flags.
+func (b *Broker) makeFile(c *call, l loc, flags int, mode uint32) (r result, again, exists bool) {
 	c.applyUmask()
 	fd, err := unix.Openat(l.dir, l.name, flags|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-	if err == unix.ELOOP || err == unix.EEXIST && flags&unix.O_EXCL == 0 {
+	if err == unix.EEXIST && flags&unix.O_EXCL == 0 {
 		return result{}, false, true
+	}
+	if err == unix.ELOOP {
+		return result{}, true, false
 	}
 	if err != nil {
 		return fail(err), false, false
@@ -318,10 +321,10 @@ func (b *Broker) makeFile(c *call, l loc, flags int, mode uint32) (r result, mad
 	if moved(l) { // see landed
 		result{fd: fd, created: &l}.uncreate()
 		unix.Close(fd)
-		return result{}, false, true
+		return result{}, true, false
 	}
 	b.rememberGuarded(l.path, fd, "")
-	return result{fd: fd, cloexec: flags&unix.O_CLOEXEC != 0, created: &l}, true, false
+	return result{fd: fd, cloexec: flags&unix.O_CLOEXEC != 0, created: &l}, false, false
 }
 
 // uncreate removes the file r.created names if it is still the file r.fd
