@@ -138,6 +138,15 @@ func (c *call) dirOf(dirfd int32) (string, error) {
 	return p, nil
 }
 
+// fullAt is full for the path at pathAddr in the caller's memory.
+func (c *call) fullAt(dirfd int32, pathAddr uint64) (string, error) {
+	path, err := c.str(pathAddr)
+	if err != nil {
+		return "", err
+	}
+	return c.full(dirfd, path)
+}
+
 // full joins the caller's starting directory and path, without cleaning
 // it: ".." is left to the kernel, which resolves it after symlinks.
 // The call is checked to be still pending (live) once the path is read.
