@@ -30,15 +30,17 @@ func (b *Broker) createFirst(c *call, l loc, flags int, mode uint32) (r result, 
 	}
 	b.names.RLock()
 	defer b.names.RUnlock()
-	r, again, exists := b.makeFile(c, l, flags, mode)
+	r, again, exists := b.makeFile(c, l, flags, mode, false)
 	return r, again, !again && !exists
 }
 
 // makeFile creates the file at l, decided already, with the caller's
 // umask, and checks that l's directory did not move meanwhile (see
 // landed): again then, or when a symlink was made there meanwhile
-// (ELOOP). exists is EEXIST with no O_EXCL in flags.
-func (b *Broker) makeFile(c *call, l loc, flags int, mode uint32) (r result, again, exists bool) {
+// (ELOOP). exists is EEXIST with no O_EXCL in flags. guarded says a rule
+// may guard l's path (a template git made there is remembered); false
+// when the decision just made found none, which it is not asked again.
+func (b *Broker) makeFile(c *call, l loc, flags int, mode uint32, guarded bool) (r result, again, exists bool) {
 	c.applyUmask()
 	fd, err := unix.Openat(l.dir, l.name, flags|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	if err == unix.EEXIST && flags&unix.O_EXCL == 0 {
@@ -55,6 +57,8 @@ func (b *Broker) makeFile(c *call, l loc, flags int, mode uint32) (r result, aga
 		unix.Close(fd)
 		return result{}, true, false
 	}
-	b.rememberGuarded(l.path, fd, "")
+	if guarded {
+		b.rememberGuarded(l.path, fd, "")
+	}
 	return result{fd: fd, cloexec: flags&unix.O_CLOEXEC != 0, created: &l}, false, false
 }

@@ -276,7 +276,7 @@ func (b *Broker) create(c *call, op string, l loc, flags int, mode uint32) (r re
 	if gitLinkName(l.path) {
 		return b.openGitFile(c, op, l, flags, mode, false), false
 	}
-	r, again, exists := b.makeFile(c, l, flags, mode)
+	r, again, exists := b.makeFile(c, l, flags, mode, true)
 	return r, again || exists
 }
 
