@@ -203,15 +203,21 @@ func TestBrokerDeadCallerChangesNothing(t *testing.T) {
 // returns it, its output and its listener.
 func startChild(t testing.TB, dir string, n int, env ...string) (*exec.Cmd, *lockedBuffer, int) {
 	t.Helper()
+	return startChildRun(t, "TestBrokerChildCreates", append([]string{"CORDON_BROKER_CHILD_DIR=" + dir, "CORDON_BROKER_CHILD_N=" + strconv.Itoa(n)}, env...)...)
+}
+
+// startChildRun starts this test binary running only the test named run,
+// with env added, and returns it, its output and the listener it sends.
+func startChildRun(t testing.TB, run string, env ...string) (*exec.Cmd, *lockedBuffer, int) {
+	t.Helper()
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mine, theirs := os.NewFile(uintptr(pair[0]), "mine"), os.NewFile(uintptr(pair[1]), "theirs")
 	defer mine.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokerChildCreates$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "CORDON_BROKER_CHILD_DIR="+dir, "CORDON_BROKER_CHILD_N="+strconv.Itoa(n))
-	cmd.Env = append(cmd.Env, env...)
+	cmd := exec.Command(os.Args[0], "-test.run=^"+run+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
 	cmd.ExtraFiles = []*os.File{theirs}
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,12 +15,40 @@ import (
 func BenchmarkBrokeredCreate(b *testing.B) {
 	cmd, out, listener := startChild(b, b.TempDir(), b.N)
 	b.ResetTimer()
+	cpu := startCPU()
 	br := Start(listener, allowAll{}, Creds{})
 	if err := cmd.Wait(); err != nil {
 		b.Fatalf("the child's creates went wrong: %v\n%s", err, out.String())
 	}
 	b.StopTimer()
+	cpu.report(b)
 	br.Stop()
+}
+
+// cpuUse is the CPU time used so far by this process (the broker or the
+// listener) and by its waited-for children (the creating child).
+type cpuUse struct{ self, children time.Duration }
+
+func startCPU() cpuUse {
+	var s, c unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &s)
+	_ = unix.Getrusage(unix.RUSAGE_CHILDREN, &c)
+	return cpuUse{self: rusageCPU(s), children: rusageCPU(c)}
+}
+
+func rusageCPU(r unix.Rusage) time.Duration {
+	return time.Duration(r.Utime.Nano() + r.Stime.Nano())
+}
+
+// report adds the CPU time per create since u of this process
+// (listener-cpu-µs/op: the broker's or the do-nothing listener's, the
+// benchmark's own few goroutines included) and of the child
+// (caller-cpu-µs/op): on a loaded machine these are steadier than the
+// wall time, which is mostly waiting for a CPU.
+func (u cpuUse) report(b *testing.B) {
+	now := startCPU()
+	b.ReportMetric(float64(now.self-u.self)/1e3/float64(b.N), "listener-cpu-µs/op")
+	b.ReportMetric(float64(now.children-u.children)/1e3/float64(b.N), "caller-cpu-µs/op")
 }
 
 // BenchmarkPlainCreate: the same child's creates with no filter at all.
@@ -29,9 +58,11 @@ func BenchmarkPlainCreate(b *testing.B) {
 	cmd, out, fd := startChild(b, b.TempDir(), b.N, "CORDON_BROKER_CHILD_PLAIN=1")
 	unix.Close(fd)
 	b.ResetTimer()
+	cpu := startCPU()
 	if err := cmd.Wait(); err != nil {
 		b.Fatalf("the child's creates went wrong: %v\n%s", err, out.String())
 	}
+	cpu.report(b)
 }
 
 // BenchmarkNotifyFloor: the same child's creates under a listener that
@@ -41,6 +72,7 @@ func BenchmarkNotifyFloor(b *testing.B) {
 	cmd, out, listener := startChild(b, b.TempDir(), b.N)
 	defer unix.Close(listener)
 	b.ResetTimer()
+	cpu := startCPU()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -60,4 +92,5 @@ func BenchmarkNotifyFloor(b *testing.B) {
 	}
 	b.StopTimer()
 	<-done
+	cpu.report(b)
 }

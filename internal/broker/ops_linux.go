@@ -126,10 +126,6 @@ func dirfdArg(v uint64) int32 { return int32(v) }
 // --- open ----------------------------------------------------------------
 
 func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags int, mode uint32) result {
-	path, err := c.str(pathAddr)
-	if err != nil {
-		return fail(err)
-	}
 	cloexec := flags&unix.O_CLOEXEC != 0
 	// A read (the filter sends those only with strict_deny) is decided on
 	// the deny rules alone: a protected path stays readable. The flags are
@@ -138,7 +134,7 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 	if (flags&unix.O_CREAT != 0 || flags&unix.O_TMPFILE == unix.O_TMPFILE) && mode&setidBits != 0 {
 		return fail(unix.EPERM) // an unnamed file can be linked in later
 	}
-	full, err := c.full(dirfd, path)
+	full, err := c.fullAt(dirfd, pathAddr)
 	if err != nil {
 		return fail(err)
 	}
@@ -153,6 +149,13 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 		l, err := c.atFull(full)
 		if err != nil {
 			return fail(err)
+		}
+		r, again, done := b.createFirst(c, l, flags, mode)
+		if again {
+			continue
+		}
+		if done {
+			return r
 		}
 		var st unix.Stat_t
 		err = unix.Fstatat(l.dir, l.name, &st, unix.AT_SYMLINK_NOFOLLOW)
@@ -241,30 +244,6 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 		}
 	}
 	return fail(unix.ELOOP)
-}
-
-// reopenCallerFD opens the file behind the caller's descriptor fd again,
-// with flags, as the kernel does for /proc/self/fd/N.
-func (b *Broker) reopenCallerFD(c *call, op string, fd, flags int) result {
-	link := "/proc/" + strconv.Itoa(c.pid) + "/fd/" + strconv.Itoa(fd)
-	c.mayBlock() // the descriptor may be a FIFO's
-	read := flags&writeFlags == 0
-	if p, err := linkPath(link); err == nil && !b.checkMode(op, p, read) {
-		return fail(unix.EACCES)
-	}
-	nfd, err := unix.Open(link, (flags|unix.O_CLOEXEC)&^(unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW), 0)
-	if err != nil {
-		return fail(err)
-	}
-	if err := c.live(); err != nil {
-		unix.Close(nfd)
-		return fail(err)
-	}
-	if p, err := fdPath(nfd); err == nil && (!b.checkMode(op, p, read) || !read && !b.bareWriteOK(c, op, p)) {
-		unix.Close(nfd)
-		return fail(unix.EACCES)
-	}
-	return result{fd: nfd, cloexec: flags&unix.O_CLOEXEC != 0}
 }
 
 // --- names ---------------------------------------------------------------

@@ -1,7 +1,10 @@
 package broker
 
 import (
+	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // The broker opens what it opens with more than the caller's rights over
@@ -59,4 +62,28 @@ func (b *Broker) procAllowed(c *call, op, p string, read bool) bool {
 	}
 	b.deny(op, p, procRule)
 	return false
+}
+
+// reopenCallerFD opens the file behind the caller's descriptor fd again,
+// with flags, as the kernel does for /proc/self/fd/N.
+func (b *Broker) reopenCallerFD(c *call, op string, fd, flags int) result {
+	link := "/proc/" + strconv.Itoa(c.pid) + "/fd/" + strconv.Itoa(fd)
+	c.mayBlock() // the descriptor may be a FIFO's
+	read := flags&writeFlags == 0
+	if p, err := linkPath(link); err == nil && !b.checkMode(op, p, read) {
+		return fail(unix.EACCES)
+	}
+	nfd, err := unix.Open(link, (flags|unix.O_CLOEXEC)&^(unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW), 0)
+	if err != nil {
+		return fail(err)
+	}
+	if err := c.live(); err != nil {
+		unix.Close(nfd)
+		return fail(err)
+	}
+	if p, err := fdPath(nfd); err == nil && (!b.checkMode(op, p, read) || !read && !b.bareWriteOK(c, op, p)) {
+		unix.Close(nfd)
+		return fail(unix.EACCES)
+	}
+	return result{fd: nfd, cloexec: flags&unix.O_CLOEXEC != 0}
 }

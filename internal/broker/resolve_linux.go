@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,7 +45,8 @@ func (c *call) str(addr uint64) (string, error) {
 		return "", unix.EFAULT
 	}
 	var out []byte
-	buf := make([]byte, 4096)
+	var page [4096]byte // on the stack: a call allocates nothing for it
+	buf := page[:]
 	for len(out) <= unix.PathMax {
 		n := 4096 - int(addr%4096)
 		local := []unix.Iovec{{Base: &buf[0], Len: uint64(n)}}
@@ -84,12 +86,32 @@ func (c *call) live() error {
 // root). A file with no path (deleted, a pipe) is an error: nothing can
 // be decided on it.
 func fdPath(fd int) (string, error) {
-	return linkPath("/proc/self/fd/" + strconv.Itoa(fd))
+	dir, err := selfFDs()
+	if err != nil {
+		return linkPath("/proc/self/fd/" + strconv.Itoa(fd))
+	}
+	return readlinkPath(dir, strconv.Itoa(fd))
 }
 
+// selfFDs is this process's /proc/self/fd, opened once (O_PATH): a
+// descriptor's path is read as readlinkat(dir, "N"), one component to look
+// up, where /proc/self/fd/N walked four and resolved the self link each
+// time (two or three reads a brokered call). The directory stays this
+// process's: /proc/self was resolved when it was opened.
+var selfFDs = sync.OnceValues(func() (int, error) {
+	return unix.Open("/proc/self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+})
+
 func linkPath(link string) (string, error) {
-	buf := make([]byte, unix.PathMax)
-	n, err := unix.Readlink(link, buf)
+	return readlinkPath(unix.AT_FDCWD, link)
+}
+
+// readlinkPath reads the symlink (dir, name) of /proc that names a file
+// by its path: an error for a file with no path.
+func readlinkPath(dir int, name string) (string, error) {
+	var page [unix.PathMax]byte // on the stack: a call allocates only the string
+	buf := page[:]
+	n, err := unix.Readlinkat(dir, name, buf)
 	if err != nil {
 		return "", err
 	}
@@ -114,6 +136,15 @@ func (c *call) dirOf(dirfd int32) (string, error) {
 		return "", unix.EBADF
 	}
 	return p, nil
+}
+
+// fullAt is full for the path at pathAddr in the caller's memory.
+func (c *call) fullAt(dirfd int32, pathAddr uint64) (string, error) {
+	path, err := c.str(pathAddr)
+	if err != nil {
+		return "", err
+	}
+	return c.full(dirfd, path)
 }
 
 // full joins the caller's starting directory and path, without cleaning
@@ -238,6 +269,12 @@ func readFile(p string) ([]byte, error) {
 // descriptors (/dev/stdout, /proc/self/fd/N, ...): the kernel reopens the
 // descriptor's file for them, which is what the broker does too.
 func magicFD(full string) (int, bool) {
+	// Each such path, cleaned, ends in "std..." or ".../fd/N": a path with
+	// neither is none of them (cleanAbs, a split and a join, cost every
+	// open about 5% of a brokered create).
+	if !strings.Contains(full, "std") && !strings.Contains(full, "fd") {
+		return 0, false
+	}
 	p := cleanAbs(full)
 	switch p {
 	case "/dev/stdin":

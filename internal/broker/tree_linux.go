@@ -276,21 +276,8 @@ func (b *Broker) create(c *call, op string, l loc, flags int, mode uint32) (r re
 	if gitLinkName(l.path) {
 		return b.openGitFile(c, op, l, flags, mode, false), false
 	}
-	c.applyUmask()
-	fd, err := unix.Openat(l.dir, l.name, flags|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-	if err == unix.ELOOP || err == unix.EEXIST && flags&unix.O_EXCL == 0 {
-		return result{}, true
-	}
-	if err != nil {
-		return fail(err), false
-	}
-	if moved(l) { // see landed
-		result{fd: fd, created: &l}.uncreate()
-		unix.Close(fd)
-		return result{}, true
-	}
-	b.rememberGuarded(l.path, fd, "")
-	return result{fd: fd, cloexec: flags&unix.O_CLOEXEC != 0, created: &l}, false
+	r, again, exists := b.makeFile(c, l, flags, mode, true)
+	return r, again || exists
 }
 
 // uncreate removes the file r.created names if it is still the file r.fd
