@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"github.com/opencontainers/cgroups"
+
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/runner/linux/internal/cgroup"
+	"github.com/cordon-run/cordon/runner/linux/internal/seccomp"
 )
 
 // Doctor reports what this host can enforce: whether cordon runs as root,
@@ -55,7 +57,7 @@ func Doctor() []runner.Capability {
 		}
 		caps = append(caps, runner.Capability{Name: "cgroups", OK: ok, Detail: detail, Required: false})
 	}
-	ok, detail := seccompSupport()
+	ok, detail := seccomp.Support()
 	if !seccompKernel() {
 		ok, detail = false, "the kernel has no seccomp (no Seccomp: line in /proc/self/status): every run fails closed"
 	}
@@ -96,7 +98,7 @@ func rootlessLimitsCap(d runner.Delegation) runner.Capability {
 			") answers on the user's D-Bus: memory, pids and cpus limits are enforced in a delegated scope " + runner.SystemdScopeSlice + "/cordon-<id>.scope it creates per run", Required: false}
 	case ok:
 		return runner.Capability{Name: "rootless limits", OK: true, Detail: "delegated cgroup " + d.Base + " (controllers: " + strings.Join(d.Controllers, " ") +
-			"): memory, pids and cpus limits are enforced in a child cgroup per run; its processes move into " + d.Base + "/" + leafCgroup + " when the controllers are first enabled", Required: false}
+			"): memory, pids and cpus limits are enforced in a child cgroup per run; its processes move into " + d.Base + "/" + cgroup.LeafCgroup + " when the controllers are first enabled", Required: false}
 	case d.Base != "" && len(d.MissingControllers(want)) < len(want):
 		return runner.Capability{Name: "rootless limits", OK: false, Detail: "partly: " + why, Required: false}
 	}

@@ -1,12 +1,15 @@
 package linux
 
-import "github.com/cordon-run/cordon/runner"
+import (
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/runner/linux/internal/cgroup"
+)
 
 // Facts are this host's facts as the contract reads them, from the probes
 // of this package: whether /dev/net/tun opens, the cgroup delegation, the
 // kernel.
 func Facts() runner.HostFacts {
-	return runner.HostFacts{Guard: networkGuardAvailable, Delegation: probeDelegation, Kernel: ProbeHost}
+	return runner.HostFacts{Guard: networkGuardAvailable, Delegation: cgroup.ProbeDelegation, Kernel: ProbeHost}
 }
 
 // init passes this host's facts to the contract: importing the Linux

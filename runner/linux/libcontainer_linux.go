@@ -7,8 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/cordon-run/cordon/internal/netguard"
 	"github.com/cordon-run/cordon/mounts"
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/runner/linux/internal/cgroup"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -128,7 +128,7 @@ func (r *linuxRunner) run(ctx context.Context, req runner.Request, res runner.Re
 	defer run.ph.log()
 	defer run.teardown()
 	if !r.rootless {
-		prewarmCgroupLock()
+		cgroup.PrewarmCgroupLock()
 	}
 	table, err := mounts.New(req.Sandbox)
 	if err != nil {

@@ -12,14 +12,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon/mounts"
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/runner/linux/internal/cgroup"
+	"github.com/cordon-run/cordon/runner/linux/internal/seccomp"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -108,7 +109,7 @@ func (s *linuxSession) start(ctx context.Context, req runner.SessionRequest) err
 	}}
 	s.run = run
 	if !r.rootless {
-		prewarmCgroupLock()
+		cgroup.PrewarmCgroupLock()
 	}
 	table, err := mounts.New(s.sb)
 	if err != nil {
@@ -148,7 +149,7 @@ func (s *linuxSession) launch(ctx context.Context) error {
 	lp.Init = true
 	// PID 1 needs no environment of its own: each exec brings one. So no
 	// LD_* variable can load code into it.
-	lp.Env = []string{"PATH=" + spec.DefaultPath, seccompEnvValue(run.bpf, run.seccompFlags)}
+	lp.Env = []string{"PATH=" + spec.DefaultPath, seccomp.EnvValue(run.bpf, run.seccompFlags)}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("%w: control socket: %w", runner.ErrSetup, err)

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cordon-run/cordon/runner"
-
 	// The devices controller must be registered for the device rules the
 	// spec carries; without it the cgroup manager refuses them.
 	_ "github.com/opencontainers/cgroups/devices"
@@ -16,6 +14,9 @@ import (
 	"github.com/opencontainers/runc/libcontainer/specconv"
 	"golang.org/x/sys/unix"
 
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/runner/linux/internal/cgroup"
+	"github.com/cordon-run/cordon/runner/linux/internal/seccomp"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -158,7 +159,7 @@ func (run *linuxRun) publishRootfs() error {
 }
 
 // delegatedCgroup readies the user's delegated cgroup for a rootless run
-// with limits (see prepareDelegated); the run's own cgroup, a child of it,
+// with limits (see cgroup.PrepareDelegated); the run's own cgroup, a child of it,
 // is libcontainer's to create and remove. A scope from the user's systemd
 // needs nothing here: systemd delegates it.
 func (run *linuxRun) delegatedCgroup() error {
@@ -166,10 +167,10 @@ func (run *linuxRun) delegatedCgroup() error {
 	if run.oci.Linux != nil {
 		p = run.oci.Linux.CgroupsPath
 	}
-	if !run.r.rootless || p == "" || isSystemdCgroupsPath(p) {
+	if !run.r.rootless || p == "" || cgroup.IsSystemdCgroupsPath(p) {
 		return nil
 	}
-	if err := prepareDelegated(filepath.Dir(p), runner.LimitControllers(run.eff)); err != nil {
+	if err := cgroup.PrepareDelegated(filepath.Dir(p), runner.LimitControllers(run.eff)); err != nil {
 		return fmt.Errorf("%w: %w; %s", runner.ErrUnenforceable, err, runner.HostDelegation().Fix())
 	}
 	return nil
@@ -180,7 +181,7 @@ func (run *linuxRun) delegatedCgroup() error {
 // gone when the run ends.
 func (run *linuxRun) watchEvents() error {
 	l := run.eff.Limits
-	if !run.r.rootless || (l.Memory <= 0 && l.Pids <= 0) || run.oci.Linux == nil || !isSystemdCgroupsPath(run.oci.Linux.CgroupsPath) {
+	if !run.r.rootless || (l.Memory <= 0 && l.Pids <= 0) || run.oci.Linux == nil || !cgroup.IsSystemdCgroupsPath(run.oci.Linux.CgroupsPath) {
 		return nil
 	}
 	st, err := run.container.State()
@@ -213,7 +214,7 @@ func (run *linuxRun) libcontainerConfig() error {
 		RootlessCgroups: run.r.rootless,
 		// A rootless run's scope from the user's systemd (see
 		// rootlessCgroupsPath): libcontainer asks for it over D-Bus.
-		UseSystemdCgroup: run.r.rootless && run.oci.Linux != nil && isSystemdCgroupsPath(run.oci.Linux.CgroupsPath),
+		UseSystemdCgroup: run.r.rootless && run.oci.Linux != nil && cgroup.IsSystemdCgroupsPath(run.oci.Linux.CgroupsPath),
 	})
 	if err != nil {
 		return fmt.Errorf("libcontainer config: %w", err)
@@ -245,9 +246,9 @@ func (run *linuxRun) seccomp() error {
 	if !spec.OverlayUnbrokered(run.eff) {
 		brokered = brokeredSeccomp(run.config.Seccomp, run.eff.StrictDeny)
 	}
-	bpf, err := run.r.seccompProgram(brokered)
+	bpf, err := seccomp.Program(run.r.state.dir, brokered)
 	if err == nil {
-		run.seccompFlags, err = seccompLoadFlags(brokered)
+		run.seccompFlags, err = seccomp.LoadFlags(brokered)
 		run.seccompFlags |= unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
 	}
 	if err != nil {
@@ -277,7 +278,7 @@ func (run *linuxRun) process() error {
 		return err
 	}
 	lp.Init = true
-	lp.Env = append(handOverLoaderEnv(lp.Env), seccompEnvValue(run.bpf, run.seccompFlags))
+	lp.Env = append(handOverLoaderEnv(lp.Env), seccomp.EnvValue(run.bpf, run.seccompFlags))
 	liveR, liveW, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("liveness pipe: %w", err)

@@ -1,6 +1,6 @@
 //go:build cgo && !noseccomp
 
-package linux
+package seccomp
 
 import (
 	"bytes"
@@ -14,24 +14,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func seccompSupport() (bool, string) {
+// Support reports the libseccomp compiled in.
+func Support() (bool, string) {
 	maj, min, micro := libseccomp.GetLibraryVersion()
 	return true, fmt.Sprintf("libseccomp %d.%d.%d compiled in", maj, min, micro)
 }
 
-// seccompLibVersion names the libseccomp that compiles filters, for the
+// LibVersion names the libseccomp that compiles filters, for the
 // cache key.
-func seccompLibVersion() string {
+func LibVersion() string {
 	maj, min, micro := libseccomp.GetLibraryVersion()
 	return fmt.Sprintf("%d.%d.%d", maj, min, micro)
 }
 
-// compileSeccomp turns libcontainer's seccomp config into a BPF program with
+// Compile turns libcontainer's seccomp config into a BPF program with
 // libseccomp, building the filter exactly as libcontainer's InitSeccomp
 // does (same default action, architectures, binary-tree optimization and
 // per-syscall rule construction), but exporting it instead of loading it,
 // so it can be compiled once and cached.
-func compileSeccomp(c *configs.Seccomp) ([]byte, error) {
+func Compile(c *configs.Seccomp) ([]byte, error) {
 	defAct, err := seccompAction(c.DefaultAction, c.DefaultErrnoRet)
 	if err != nil {
 		return nil, err
@@ -50,7 +51,7 @@ func compileSeccomp(c *configs.Seccomp) ([]byte, error) {
 			return nil, fmt.Errorf("seccomp architecture %q: %w", a, err)
 		}
 	}
-	if _, err := seccompLoadFlags(c); err != nil {
+	if _, err := LoadFlags(c); err != nil {
 		return nil, err
 	}
 	if len(c.Syscalls) > 32 {

@@ -1,4 +1,4 @@
-package linux
+package cgroup
 
 import (
 	"errors"
@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"github.com/opencontainers/cgroups"
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/runner"
 )
 
 // Rootless limits through cgroup v2 delegation, without systemd (for the
@@ -25,16 +25,16 @@ import (
 // so the processes of that cgroup first move into its child "leaf", and a
 // later run from the leaf uses the leaf's parent again.
 
-// leafCgroup is the child of a delegated cgroup that holds its processes.
-const leafCgroup = "leaf"
+// LeafCgroup is the child of a delegated cgroup that holds its processes.
+const LeafCgroup = "leaf"
 
 // cgroupRoot is where the unified hierarchy is mounted.
 const cgroupRoot = "/sys/fs/cgroup"
 
-// probeDelegation reads what this host offers a rootless run: the user's
+// ProbeDelegation reads what this host offers a rootless run: the user's
 // systemd, when it answers on the user's D-Bus, else this process's cgroup
 // when the user owns it.
-func probeDelegation() runner.Delegation {
+func ProbeDelegation() runner.Delegation {
 	if !cgroups.IsCgroup2UnifiedMode() {
 		return runner.Delegation{Problem: "cgroup v1 has no delegation to unprivileged users, so rootless runs have no cgroup to enforce them", V1: true}
 	}
@@ -46,7 +46,7 @@ func probeDelegation() runner.Delegation {
 		return runner.Delegation{Problem: fmt.Sprintf("cannot read this process's cgroup: %v", err)}
 	}
 	base := own
-	if filepath.Base(own) == leafCgroup && ownedCgroup(filepath.Dir(own)) {
+	if filepath.Base(own) == LeafCgroup && ownedCgroup(filepath.Dir(own)) {
 		base = filepath.Dir(own)
 	}
 	if base == "/" || !ownedCgroup(base) {
@@ -91,12 +91,12 @@ func ownedCgroup(p string) bool {
 	return true
 }
 
-// prepareDelegated makes the delegated cgroup base ready for a run's child
+// PrepareDelegated makes the delegated cgroup base ready for a run's child
 // cgroup with the controllers want: when they are not yet enabled for its
 // children, its processes (this one and any other the user left there)
 // move into base/leaf first, since cgroup v2 allows processes only in
 // leaves, then the controllers are enabled.
-func prepareDelegated(base string, want []string) error {
+func PrepareDelegated(base string, want []string) error {
 	dir := filepath.Join(cgroupRoot, base)
 	enabled, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
 	if err != nil {
@@ -112,7 +112,7 @@ func prepareDelegated(base string, want []string) error {
 		return nil
 	}
 	if err := moveToLeaf(dir); err != nil {
-		return fmt.Errorf("delegated cgroup %s: move its processes into %s: %w", base, leafCgroup, err)
+		return fmt.Errorf("delegated cgroup %s: move its processes into %s: %w", base, LeafCgroup, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(strings.Join(missing, " ")), 0); err != nil {
 		return fmt.Errorf("delegated cgroup %s: enable %s for its children: %w", base, strings.Join(missing, " "), err)
@@ -123,7 +123,7 @@ func prepareDelegated(base string, want []string) error {
 // moveToLeaf moves every process of cgroup dir into dir/leaf, until none
 // is left (a process may fork while it is moved).
 func moveToLeaf(dir string) error {
-	leaf := filepath.Join(dir, leafCgroup)
+	leaf := filepath.Join(dir, LeafCgroup)
 	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}

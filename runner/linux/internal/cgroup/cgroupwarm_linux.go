@@ -1,4 +1,4 @@
-package linux
+package cgroup
 
 import (
 	"os"
@@ -12,7 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
-// prewarmCgroupLock starts, in the background, the kernel's slow path that
+// PrewarmCgroupLock starts, in the background, the kernel's slow path that
 // libcontainer's first cgroup attach would otherwise wait for.
 //
 // Moving a process into a cgroup takes the global cgroup_threadgroup_rwsem
@@ -28,7 +28,7 @@ import (
 // It is v1 work: on cgroup v2 libcontainer starts the init straight in its
 // cgroup (clone3 with CLONE_INTO_CGROUP) and no attach waits for the lock,
 // so nothing is done there.
-func prewarmCgroupLock() {
+func PrewarmCgroupLock() {
 	if cgroups.IsCgroup2UnifiedMode() {
 		return
 	}
@@ -48,7 +48,7 @@ func prewarmCgroupLock() {
 // nothing when not root.
 func PrewarmCgroups() {
 	if os.Geteuid() == 0 {
-		prewarmCgroupLock()
+		PrewarmCgroupLock()
 	}
 }
 

@@ -1,4 +1,4 @@
-package linux
+package seccomp
 
 import (
 	"crypto/sha256"
@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"github.com/opencontainers/runc/libcontainer/configs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/runner"
 )
 
 // seccompEnv carries the precompiled filter to cordon's init, which loads it
@@ -25,11 +25,11 @@ const seccompEnv = "_CORDON_SECCOMP_BPF"
 
 var seccompMem sync.Map // cache key -> []byte
 
-// seccompProgram returns the BPF program for c, compiled once per profile,
+// Program returns the BPF program for c, compiled once per profile,
 // libseccomp version and architecture, and cached in memory and in the state
-// directory. libcontainer would compile the same filter with libseccomp in
+// directory stateDir. libcontainer would compile the same filter with libseccomp in
 // every container's init; measured here, that was about 30 ms of every run.
-func (r *linuxRunner) seccompProgram(c *configs.Seccomp) ([]byte, error) {
+func Program(stateDir string, c *configs.Seccomp) ([]byte, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: the sandbox has no seccomp profile", runner.ErrSetup)
 	}
@@ -37,18 +37,18 @@ func (r *linuxRunner) seccompProgram(c *configs.Seccomp) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(append(raw, []byte("|"+seccompLibVersion()+"|"+runtime.GOARCH)...))
+	sum := sha256.Sum256(append(raw, []byte("|"+LibVersion()+"|"+runtime.GOARCH)...))
 	key := hex.EncodeToString(sum[:])
 	if b, ok := seccompMem.Load(key); ok {
 		return b.([]byte), nil
 	}
-	dir := filepath.Join(r.state.dir, "seccomp")
+	dir := filepath.Join(stateDir, "seccomp")
 	path := filepath.Join(dir, key+".bpf")
 	if b, err := os.ReadFile(path); err == nil && validBPF(b) {
 		seccompMem.Store(key, b)
 		return b, nil
 	}
-	b, err := compileSeccomp(c)
+	b, err := Compile(c)
 	if err != nil {
 		return nil, err
 	}
@@ -64,10 +64,10 @@ func (r *linuxRunner) seccompProgram(c *configs.Seccomp) ([]byte, error) {
 
 func validBPF(b []byte) bool { return len(b) > 0 && len(b)%8 == 0 && len(b)/8 <= 4096 }
 
-// seccompLoadFlags maps the profile's flags to seccomp(2) load flags: they
+// LoadFlags maps the profile's flags to seccomp(2) load flags: they
 // are not part of the BPF program, so they travel beside it. TSYNC is always
 // used.
-func seccompLoadFlags(c *configs.Seccomp) (uint, error) {
+func LoadFlags(c *configs.Seccomp) (uint, error) {
 	flags := uint(unix.SECCOMP_FILTER_FLAG_TSYNC)
 	for _, f := range c.Flags {
 		switch f {
@@ -83,6 +83,8 @@ func seccompLoadFlags(c *configs.Seccomp) (uint, error) {
 	return flags, nil
 }
 
-func seccompEnvValue(b []byte, flags uint) string {
+// EnvValue is the environment entry that hands program b, loaded with
+// flags, to cordon's init.
+func EnvValue(b []byte, flags uint) string {
 	return seccompEnv + "=" + strconv.FormatUint(uint64(flags), 10) + ":" + base64.StdEncoding.EncodeToString(b)
 }

@@ -1,4 +1,4 @@
-package linux
+package cgroup
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cordon-run/cordon/runner"
-
 	sdbus "github.com/coreos/go-systemd/v22/dbus"
+
+	"github.com/cordon-run/cordon/runner"
 )
 
 // The systemd way to rootless limits: the user's own systemd (user@.service,
@@ -64,8 +64,8 @@ func probeSystemdUser() (runner.Delegation, bool) {
 	return runner.Delegation{Base: v, Controllers: strings.Fields(string(data)), Systemd: true}, true
 }
 
-// isSystemdCgroupsPath reports whether p is libcontainer's systemd form,
+// IsSystemdCgroupsPath reports whether p is libcontainer's systemd form,
 // "slice:prefix:name", rather than a cgroupfs path.
-func isSystemdCgroupsPath(p string) bool {
+func IsSystemdCgroupsPath(p string) bool {
 	return p != "" && !strings.HasPrefix(p, "/")
 }
