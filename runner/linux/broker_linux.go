@@ -9,12 +9,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon/internal/broker"
+	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 

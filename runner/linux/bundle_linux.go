@@ -9,13 +9,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cordon-run/cordon/runner"
-
 	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon/internal/hostfile"
+	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 

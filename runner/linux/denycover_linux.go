@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/runner"
 )
 
 // denyCoverArg makes the re-executed binary the deny cover helper of one

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/cordon-run/cordon/runner"
-
 	"github.com/cordon-run/cordon/spec"
 )
 

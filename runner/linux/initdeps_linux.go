@@ -9,9 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"github.com/cordon-run/cordon/mounts"
+	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/runner"
 )
 
 // TestCommandExitFromInitStatus: PID 1's "exited" record, not its exit

@@ -17,11 +17,10 @@ import (
 	"testing"
 	"time"
 
-	runnerlinux "github.com/cordon-run/cordon/runner/linux"
-
 	"github.com/cordon-run/cordon/internal/testenv"
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
+	runnerlinux "github.com/cordon-run/cordon/runner/linux"
 	"github.com/cordon-run/cordon/spec"
 )
 

@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"github.com/cordon-run/cordon/internal/netguard"
+	"github.com/cordon-run/cordon/runner"
 )
 
 // execNet is what netSince gives one session exec that exited with code.

@@ -7,12 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon/internal/netguard"
+	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 

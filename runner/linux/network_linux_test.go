@@ -15,11 +15,10 @@ import (
 	"testing"
 	"time"
 
-	runnerlinux "github.com/cordon-run/cordon/runner/linux"
-
 	"github.com/cordon-run/cordon/internal/netguard"
 	"github.com/cordon-run/cordon/internal/netguard/nettest"
 	"github.com/cordon-run/cordon/runner"
+	runnerlinux "github.com/cordon-run/cordon/runner/linux"
 	"github.com/cordon-run/cordon/spec"
 )
 

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/runner"
 )
 
 // start starts the sandbox's init, runs the started steps, then lets the

@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	runnerlinux "github.com/cordon-run/cordon/runner/linux"
-
 	"github.com/cordon-run/cordon/runner"
+	runnerlinux "github.com/cordon-run/cordon/runner/linux"
 )
 
 // TestIntegrationSignalReported: a command killed by a signal is reported

@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/cordon-run/cordon/runner"
-
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/runner"
 )
 
 // A sandbox's / is an empty directory that holds only the mount points

@@ -10,9 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	runnerlinux "github.com/cordon-run/cordon/runner/linux"
-
 	"github.com/cordon-run/cordon/runner"
+	runnerlinux "github.com/cordon-run/cordon/runner/linux"
 	"github.com/cordon-run/cordon/spec"
 )
 

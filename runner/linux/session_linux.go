@@ -20,6 +20,7 @@ import (
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/runner/linux/internal/cgroup"
+	"github.com/cordon-run/cordon/runner/linux/internal/pid1"
 	"github.com/cordon-run/cordon/runner/linux/internal/seccomp"
 	"github.com/cordon-run/cordon/spec"
 )
@@ -105,7 +106,7 @@ func (r *linuxRunner) StartSession(ctx context.Context, req runner.SessionReques
 func (s *linuxSession) start(ctx context.Context, req runner.SessionRequest) error {
 	r := s.r
 	run := &linuxRun{r: r, ph: newPhases(), req: runner.Request{
-		Sandbox: s.sb, Args: []string{"/proc/self/exe", sessionInitArg}, ID: req.ID, Stderr: req.Stderr,
+		Sandbox: s.sb, Args: []string{"/proc/self/exe", pid1.SessionInitArg}, ID: req.ID, Stderr: req.Stderr,
 	}}
 	s.run = run
 	if !r.rootless {
@@ -230,19 +231,19 @@ func (s *linuxSession) awaitReady(ctx context.Context, initErr *runner.TailBuffe
 		}
 		b := make([]byte, 1)
 		n, err := s.ctrl.Read(b)
-		if n == 1 && b[0] == sessionReadyByte {
+		if n == 1 && b[0] == pid1.SessionReadyByte {
 			ready <- nil
 			return
 		}
 		ready <- fmt.Errorf("no ready signal (%v)", err)
 	}()
-	timer := time.NewTimer(sessionReadyWithin)
+	timer := time.NewTimer(pid1.SessionReadyWithin)
 	defer timer.Stop()
 	var err error
 	select {
 	case err = <-ready:
 	case <-timer.C:
-		err = fmt.Errorf("not ready within %s", sessionReadyWithin)
+		err = fmt.Errorf("not ready within %s", pid1.SessionReadyWithin)
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
@@ -273,7 +274,7 @@ func (s *linuxSession) watch(lp *libcontainer.Process) {
 		// Nothing else may come after the ready byte: the init is not
 		// trusted to speak, so the session ends either way; "A" only
 		// says why (it could not put back its own attributes).
-		if n == 1 && b[0] == sessionAbortByte {
+		if n == 1 && b[0] == pid1.SessionAbortByte {
 			s.kill(attrsLowered)
 			return
 		}

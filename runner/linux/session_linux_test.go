@@ -15,12 +15,11 @@ import (
 	"testing"
 	"time"
 
-	runnerlinux "github.com/cordon-run/cordon/runner/linux"
-
 	"github.com/opencontainers/runc/libcontainer"
 	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon/runner"
+	runnerlinux "github.com/cordon-run/cordon/runner/linux"
 	"github.com/cordon-run/cordon/spec"
 )
 

@@ -5,10 +5,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"github.com/cordon-run/cordon/internal/broker"
 	"github.com/cordon-run/cordon/mounts"
+	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 

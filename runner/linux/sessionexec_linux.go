@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"golang.org/x/sys/unix"
 
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/runner/linux/internal/pid1"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -57,7 +57,7 @@ func (s *linuxSession) Exec(ctx context.Context, req runner.ExecRequest) (res ru
 	}
 	defer x.close()
 	st, timedOut, canceled, stErr := x.wait(ctx, req)
-	if stErr == nil && st.again && !x.signaled && !req.Detach && !req.TTY {
+	if stErr == nil && st.Again && !x.signaled && !req.Detach && !req.TTY {
 		// The shim left nothing of this exec and waits for the next.
 		s.putShim(x.shim)
 		x.conn = nil
@@ -73,10 +73,10 @@ func (s *linuxSession) Exec(ctx context.Context, req runner.ExecRequest) (res ru
 		}
 		s.kill("an exec's tracker was killed from inside the sandbox")
 	}
-	if stErr == nil && st.phase == phaseAttrs && s.Err() == nil {
+	if stErr == nil && st.Phase == pid1.PhaseAttrs && s.Err() == nil {
 		// Every command after this one would run with what an earlier
 		// one left: the session ends rather than run them so.
-		s.kill(attrsReason(st.errno))
+		s.kill(attrsReason(st.Errno))
 	}
 	x.drain(req.Detach)
 	s.finish(&res, x, req, cwd, st, stErr, timedOut, canceled)
@@ -186,7 +186,7 @@ func (s *linuxSession) newExec(req runner.ExecRequest, cwd string) (*sessionExec
 	}
 	var flags uint32
 	if req.Detach {
-		flags |= protoFlagDetach
+		flags |= pid1.ProtoFlagDetach
 	}
 	leafProcs, err := s.takeLeaf(x, &flags, req.Memory)
 	if err != nil {
@@ -196,7 +196,7 @@ func (s *linuxSession) newExec(req runner.ExecRequest, cwd string) (*sessionExec
 	if leafProcs != nil {
 		defer leafProcs.Close()
 	}
-	msg, err := encodeExec(x.id, flags, 0, cwd, req.Args, env)
+	msg, err := pid1.EncodeExec(x.id, flags, 0, cwd, req.Args, env)
 	if err != nil {
 		x.close()
 		return nil, err
@@ -277,15 +277,15 @@ func (s *linuxSession) newExec(req runner.ExecRequest, cwd string) (*sessionExec
 
 // wait waits for the shim's status, enforcing the timeout and forwarding
 // signals. It returns the status or why there is none.
-func (x *sessionExec) wait(ctx context.Context, req runner.ExecRequest) (st execStatus, timedOut, canceled bool, stErr error) {
+func (x *sessionExec) wait(ctx context.Context, req runner.ExecRequest) (st pid1.ExecStatus, timedOut, canceled bool, stErr error) {
 	readStatus := func() {
-		b := make([]byte, protoStatusSize+1)
-		n, err := io.ReadAtLeast(x.conn, b, protoStatusSize)
+		b := make([]byte, pid1.ProtoStatusSize+1)
+		n, err := io.ReadAtLeast(x.conn, b, pid1.ProtoStatusSize)
 		if err != nil {
 			stErr = fmt.Errorf("the exec's tracker in the sandbox ended without a status (killed from inside?): %w", err)
 			return
 		}
-		st, stErr = decodeStatus(b[:n])
+		st, stErr = pid1.DecodeStatus(b[:n])
 	}
 	if x.polled != nil {
 		return x.waitPolled(ctx, req)
@@ -310,7 +310,7 @@ func (x *sessionExec) wait(ctx context.Context, req runner.ExecRequest) (st exec
 	}
 	killTree := func() {
 		x.signaled = true
-		_ = sendOn(x.conn, encodeSignal(x.id, protoSigKillTree), nil)
+		_ = sendOn(x.conn, pid1.EncodeSignal(x.id, pid1.ProtoSigKillTree), nil)
 		if graceC == nil {
 			graceC = time.After(killGrace)
 		}
@@ -346,7 +346,7 @@ func (x *sessionExec) wait(ctx context.Context, req runner.ExecRequest) (st exec
 				continue
 			}
 			x.signaled = true
-			_ = sendOn(x.conn, encodeSignal(x.id, int32(sig)), nil)
+			_ = sendOn(x.conn, pid1.EncodeSignal(x.id, int32(sig)), nil)
 		case <-graceC:
 			x.s.kill(fmt.Sprintf("exec %d did not stop within %s of being killed", x.id, killGrace))
 			<-statusC
@@ -422,10 +422,10 @@ func (x *sessionExec) close() {
 
 // finish types the exec's outcome from the supervisor's own state (timer,
 // cancel, session) and the checked status record.
-func (s *linuxSession) finish(res *runner.Result, x *sessionExec, req runner.ExecRequest, cwd string, st execStatus, stErr error, timedOut, canceled bool) {
+func (s *linuxSession) finish(res *runner.Result, x *sessionExec, req runner.ExecRequest, cwd string, st pid1.ExecStatus, stErr error, timedOut, canceled bool) {
 	defer func(cut bool) { res.OutputTruncated = cut }(runner.ReportTruncation(req.Stderr, x.stdout, x.stderr))
-	ws := unix.WaitStatus(st.wstatus)
-	if stErr == nil && st.phase == phaseRan {
+	ws := unix.WaitStatus(st.Wstatus)
+	if stErr == nil && st.Phase == pid1.PhaseRan {
 		switch {
 		case ws.Exited():
 			res.ExitCode = ws.ExitStatus()
@@ -441,7 +441,7 @@ func (s *linuxSession) finish(res *runner.Result, x *sessionExec, req runner.Exe
 	refused := s.denials.take(x.trackerIno)
 	res.Denials, res.DenialCount = runner.ListDenials(deniedCalls(refused))
 	switch {
-	case stErr == nil && st.phase == phaseAttrs:
+	case stErr == nil && st.Phase == pid1.PhaseAttrs:
 		goneResult(res, s.Err())
 	case stErr != nil:
 		// First, even after a timeout: the session is over, not going on.
@@ -459,9 +459,9 @@ func (s *linuxSession) finish(res *runner.Result, x *sessionExec, req runner.Exe
 	case canceled:
 		res.FailureType = runner.FailureProcessError
 		res.FailureDetail = "the exec was canceled; the command and every process it started were killed"
-	case st.phase == phaseShim:
-		*res = runner.SetupFailure(*res, s.noFork(st.errno))
-	case st.phase == phaseChdir:
+	case st.Phase == pid1.PhaseShim:
+		*res = runner.SetupFailure(*res, s.noFork(st.Errno))
+	case st.Phase == pid1.PhaseChdir:
 		if err := s.table.Check(cwd, false); err != nil && !syntheticDir(cwd) {
 			res.ExitCode = runner.ExitSetupError
 			res.FailureType = runner.FailureSandboxDenied
@@ -469,20 +469,20 @@ func (s *linuxSession) finish(res *runner.Result, x *sessionExec, req runner.Exe
 			res.FailureDetail = fmt.Sprintf("working directory: %v", err)
 			return
 		}
-		*res = runner.SetupFailure(*res, fmt.Errorf("%w: cannot change to directory %s: %s", runner.ErrSetup, cwd, unix.Errno(st.errno)))
-	case st.phase == phaseExec && unix.Errno(st.errno) == unix.EAGAIN && s.eff.Limits.Pids > 0:
+		*res = runner.SetupFailure(*res, fmt.Errorf("%w: cannot change to directory %s: %s", runner.ErrSetup, cwd, unix.Errno(st.Errno)))
+	case st.Phase == pid1.PhaseExec && unix.Errno(st.Errno) == unix.EAGAIN && s.eff.Limits.Pids > 0:
 		res.ExitCode = runner.ExitNotRunnable
 		res.FailureType = runner.FailurePidsLimit
 		res.FailureDetail = fmt.Sprintf("the command could not be started: the session's processes reach its pids limit of %d (limits.pids); the session goes on, retry when some have ended", s.eff.Limits.Pids)
-	case st.phase == phaseExec:
+	case st.Phase == pid1.PhaseExec:
 		res.ExitCode = runner.ExitNotRunnable
 		what := "command cannot be executed in the sandbox"
-		if unix.Errno(st.errno) == unix.ENOENT {
+		if unix.Errno(st.Errno) == unix.ENOENT {
 			res.ExitCode = runner.ExitNotFound
 			what = "command not found in the sandbox"
 		}
 		res.FailureType = runner.FailureProcessError
-		res.FailureDetail = fmt.Sprintf("%s: %s: %s", what, req.Args[0], unix.Errno(st.errno))
+		res.FailureDetail = fmt.Sprintf("%s: %s: %s", what, req.Args[0], unix.Errno(st.Errno))
 		*res = runner.HostCommandHint(*res, runner.Outcome{ExitCode: res.ExitCode, Init: &runner.InitStatus{Started: true, ExecCode: res.ExitCode}}, req.Args, s.table)
 	case oom:
 		res.FailureType = runner.FailureOOM

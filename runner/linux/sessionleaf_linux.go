@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"github.com/opencontainers/cgroups"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/runner/linux/internal/pid1"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -186,7 +186,7 @@ func (s *linuxSession) takeLeaf(x *sessionExec, flags *uint32, memory int64) (*o
 		}
 		x.memory = memory
 	}
-	*flags |= protoFlagCgroup
+	*flags |= pid1.ProtoFlagCgroup
 	return f, nil
 }
 

@@ -7,9 +7,10 @@ import (
 	"io"
 	"time"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/runner/linux/internal/pid1"
 )
 
 // waitPolled is wait for a plain exec (neither detached nor on a
@@ -28,14 +29,14 @@ import (
 // on the socket (the command is over; the loop is in a write) leaves the
 // exec alone, and the loop reads the socket only under x.mu, so a callback
 // sees the status either there or read.
-func (x *sessionExec) waitPolled(ctx context.Context, req runner.ExecRequest) (execStatus, bool, bool, error) {
+func (x *sessionExec) waitPolled(ctx context.Context, req runner.ExecRequest) (pid1.ExecStatus, bool, bool, error) {
 	var (
-		st    execStatus
+		st    pid1.ExecStatus
 		stErr error
 	)
 	// end marks the exec finished, on every way out: from then on no
 	// callback acts.
-	end := func() (execStatus, bool, bool, error) {
+	end := func() (pid1.ExecStatus, bool, bool, error) {
 		x.mu.Lock()
 		defer x.mu.Unlock()
 		x.finished = true
@@ -50,7 +51,7 @@ func (x *sessionExec) waitPolled(ctx context.Context, req runner.ExecRequest) (e
 		stErr = err
 		return end()
 	}
-	status := make([]byte, 0, protoStatusSize+1)
+	status := make([]byte, 0, pid1.ProtoStatusSize+1)
 	for done := false; !done; {
 		// The status first: once it is read, wait returns (the output
 		// left is drained after, by drainPolled).
@@ -75,8 +76,8 @@ func (x *sessionExec) waitPolled(ctx context.Context, req runner.ExecRequest) (e
 				done = true
 			default:
 				status = status[:len(status)+n]
-				if len(status) >= protoStatusSize {
-					st, stErr = decodeStatus(status)
+				if len(status) >= pid1.ProtoStatusSize {
+					st, stErr = pid1.DecodeStatus(status)
 					done = true
 				}
 			}
@@ -131,7 +132,7 @@ func (x *sessionExec) armPolled(ctx context.Context, req runner.ExecRequest) (di
 					}
 					x.act(func() {
 						x.signaled = true
-						_ = trySend(x.conn, encodeSignal(x.id, int32(sig)))
+						_ = trySend(x.conn, pid1.EncodeSignal(x.id, int32(sig)))
 					})
 				case <-done:
 					return
@@ -162,7 +163,7 @@ func (x *sessionExec) act(f func()) {
 // under x.mu.
 func (x *sessionExec) killTree() {
 	x.signaled = true
-	_ = trySend(x.conn, encodeSignal(x.id, protoSigKillTree))
+	_ = trySend(x.conn, pid1.EncodeSignal(x.id, pid1.ProtoSigKillTree))
 	if x.grace != nil {
 		return
 	}

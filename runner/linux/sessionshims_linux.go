@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/runner/linux/internal/pid1"
 )
 
 // spareShims is how many shims a session starts with, forked ahead of
@@ -36,11 +37,11 @@ func (s *linuxSession) sendExec(x *sessionExec, msg []byte, fds []int) error {
 		// not put back its attributes. Either way it serves nothing.
 		if st, ok := peekStatus(sh.f); ok {
 			sh.f.Close()
-			if st.phase == phaseAttrs {
-				s.kill(attrsReason(st.errno))
+			if st.Phase == pid1.PhaseAttrs {
+				s.kill(attrsReason(st.Errno))
 				return s.Err()
 			}
-			err = s.noFork(st.errno)
+			err = s.noFork(st.Errno)
 			if forkFailed++; forkFailed == 2 {
 				return err
 			}
@@ -104,7 +105,7 @@ func (s *linuxSession) topUp(n int) error {
 		}
 		return fmt.Errorf("%w: the session is closing", runner.ErrSetup)
 	}
-	n = min(n, protoMaxSpares)
+	n = min(n, pid1.ProtoMaxSpares)
 	var parents []shimConn
 	child := make([]int, 0, n)
 	defer func() {
@@ -134,7 +135,7 @@ func (s *linuxSession) topUp(n int) error {
 	}
 	err := fmt.Errorf("%w: no socket for a shim", runner.ErrSetup)
 	if len(child) > 0 {
-		err = s.send(encodeSpare(), child)
+		err = s.send(pid1.EncodeSpare(), child)
 	}
 	if err != nil {
 		for _, sh := range parents {
@@ -210,12 +211,12 @@ func sendOn(f *os.File, msg []byte, fds []int) error {
 // peekStatus returns the status record waiting on a shim's socket, if a
 // whole one does, without reading it. The shim's end closed (EOF) or part
 // of a record is none.
-func peekStatus(f *os.File) (execStatus, bool) {
+func peekStatus(f *os.File) (pid1.ExecStatus, bool) {
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return execStatus{}, false
+		return pid1.ExecStatus{}, false
 	}
-	var b [protoStatusSize]byte
+	var b [pid1.ProtoStatusSize]byte
 	n := -1
 	_ = rc.Control(func(fd uintptr) {
 		for {
@@ -225,10 +226,10 @@ func peekStatus(f *os.File) (execStatus, bool) {
 			}
 		}
 	})
-	if n != protoStatusSize {
-		return execStatus{}, false
+	if n != pid1.ProtoStatusSize {
+		return pid1.ExecStatus{}, false
 	}
-	st, err := decodeStatus(b[:])
+	st, err := pid1.DecodeStatus(b[:])
 	return st, err == nil
 }
 

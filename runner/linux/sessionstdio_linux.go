@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/runner"
 )
 
 // pipe returns a pipe whose read end is cordon's (through Go's poller)

@@ -6,9 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/runner/linux/internal/pid1"
 )
 
 // consoleDrain is how long a TTY exec's output is still read after its
@@ -19,9 +20,9 @@ const consoleDrain = 200 * time.Millisecond
 // own devpts, as libcontainer's console socket does for a run, and sends
 // its master back over a socket pair made for this exec.
 func (s *linuxSession) newTTYExec(x *sessionExec, req runner.ExecRequest, cwd string, env []string) (*sessionExec, error) {
-	flags := uint32(protoFlagTTY)
+	flags := uint32(pid1.ProtoFlagTTY)
 	if req.Detach {
-		flags |= protoFlagDetach
+		flags |= pid1.ProtoFlagDetach
 	}
 	leafProcs, err := s.takeLeaf(x, &flags, req.Memory)
 	if err != nil {
@@ -31,7 +32,7 @@ func (s *linuxSession) newTTYExec(x *sessionExec, req runner.ExecRequest, cwd st
 	if leafProcs != nil {
 		defer leafProcs.Close()
 	}
-	msg, err := encodeExec(x.id, flags, termSize(req), cwd, req.Args, env)
+	msg, err := pid1.EncodeExec(x.id, flags, termSize(req), cwd, req.Args, env)
 	if err != nil {
 		x.close()
 		return nil, err

@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"github.com/opencontainers/runc/libcontainer"
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/runner"
 )
 
 // stdio wires the command's stdio through pipes cordon owns, so that no

@@ -10,10 +10,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cordon-run/cordon/runner"
-
 	"golang.org/x/sys/unix"
 
+	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 

@@ -14,10 +14,9 @@ import (
 	"sync"
 	"testing"
 
-	runnerlinux "github.com/cordon-run/cordon/runner/linux"
-
 	"github.com/cordon-run/cordon/internal/broker"
 	"github.com/cordon-run/cordon/runner"
+	runnerlinux "github.com/cordon-run/cordon/runner/linux"
 	"github.com/cordon-run/cordon/spec"
 )
 

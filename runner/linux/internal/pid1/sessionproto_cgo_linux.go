@@ -1,6 +1,6 @@
 //go:build linux && cgo
 
-package linux
+package pid1
 
 // #include "forkproto_linux.h"
 import "C"
@@ -25,36 +25,36 @@ var (
 	_ [protoReqSignal - C.REQ_SIGNAL]struct{}
 	_ [C.REQ_SPARE - protoReqSpare]struct{}
 	_ [protoReqSpare - C.REQ_SPARE]struct{}
-	_ [C.MAX_FDS - 1 - protoMaxSpares]struct{}
-	_ [protoMaxSpares - (C.MAX_FDS - 1)]struct{}
-	_ [C.FLAG_DETACH - protoFlagDetach]struct{}
-	_ [protoFlagDetach - C.FLAG_DETACH]struct{}
-	_ [C.FLAG_TTY - protoFlagTTY]struct{}
-	_ [protoFlagTTY - C.FLAG_TTY]struct{}
-	_ [C.FLAG_CGROUP - protoFlagCgroup]struct{}
-	_ [protoFlagCgroup - C.FLAG_CGROUP]struct{}
-	_ [C.CORDON_SIG_KILLTREE - protoSigKillTree]struct{}
-	_ [protoSigKillTree - C.CORDON_SIG_KILLTREE]struct{}
+	_ [C.MAX_FDS - 1 - ProtoMaxSpares]struct{}
+	_ [ProtoMaxSpares - (C.MAX_FDS - 1)]struct{}
+	_ [C.FLAG_DETACH - ProtoFlagDetach]struct{}
+	_ [ProtoFlagDetach - C.FLAG_DETACH]struct{}
+	_ [C.FLAG_TTY - ProtoFlagTTY]struct{}
+	_ [ProtoFlagTTY - C.FLAG_TTY]struct{}
+	_ [C.FLAG_CGROUP - ProtoFlagCgroup]struct{}
+	_ [ProtoFlagCgroup - C.FLAG_CGROUP]struct{}
+	_ [C.CORDON_SIG_KILLTREE - ProtoSigKillTree]struct{}
+	_ [ProtoSigKillTree - C.CORDON_SIG_KILLTREE]struct{}
 	_ [C.MAX_PAYLOAD - protoMaxPayload]struct{}
 	_ [protoMaxPayload - C.MAX_PAYLOAD]struct{}
-	_ [C.PHASE_RAN - phaseRan]struct{}
-	_ [phaseRan - C.PHASE_RAN]struct{}
-	_ [C.PHASE_CHDIR - phaseChdir]struct{}
-	_ [phaseChdir - C.PHASE_CHDIR]struct{}
-	_ [C.PHASE_EXEC - phaseExec]struct{}
-	_ [phaseExec - C.PHASE_EXEC]struct{}
-	_ [C.PHASE_SHIM - phaseShim]struct{}
-	_ [phaseShim - C.PHASE_SHIM]struct{}
-	_ [C.PHASE_ATTRS - phaseAttrs]struct{}
-	_ [phaseAttrs - C.PHASE_ATTRS]struct{}
+	_ [C.PHASE_RAN - PhaseRan]struct{}
+	_ [PhaseRan - C.PHASE_RAN]struct{}
+	_ [C.PHASE_CHDIR - PhaseChdir]struct{}
+	_ [PhaseChdir - C.PHASE_CHDIR]struct{}
+	_ [C.PHASE_EXEC - PhaseExec]struct{}
+	_ [PhaseExec - C.PHASE_EXEC]struct{}
+	_ [C.PHASE_SHIM - PhaseShim]struct{}
+	_ [PhaseShim - C.PHASE_SHIM]struct{}
+	_ [C.PHASE_ATTRS - PhaseAttrs]struct{}
+	_ [PhaseAttrs - C.PHASE_ATTRS]struct{}
 	_ [C.STATUS_KILLED - statusKilled]struct{}
 	_ [statusKilled - C.STATUS_KILLED]struct{}
 	_ [C.STATUS_AGAIN - statusAgain]struct{}
 	_ [statusAgain - C.STATUS_AGAIN]struct{}
-	_ [C.CTRL_READY - sessionReadyByte]struct{}
-	_ [sessionReadyByte - C.CTRL_READY]struct{}
-	_ [C.CTRL_ABORT - sessionAbortByte]struct{}
-	_ [sessionAbortByte - C.CTRL_ABORT]struct{}
+	_ [C.CTRL_READY - SessionReadyByte]struct{}
+	_ [SessionReadyByte - C.CTRL_READY]struct{}
+	_ [C.CTRL_ABORT - SessionAbortByte]struct{}
+	_ [SessionAbortByte - C.CTRL_ABORT]struct{}
 )
 
 // The layouts: the sizes, and the offset of every field header() writes
@@ -62,8 +62,8 @@ var (
 var (
 	_ [unsafe.Sizeof(C.struct_cordon_req{}) - protoHeaderSize]struct{}
 	_ [protoHeaderSize - unsafe.Sizeof(C.struct_cordon_req{})]struct{}
-	_ [unsafe.Sizeof(C.struct_cordon_status{}) - protoStatusSize]struct{}
-	_ [protoStatusSize - unsafe.Sizeof(C.struct_cordon_status{})]struct{}
+	_ [unsafe.Sizeof(C.struct_cordon_status{}) - ProtoStatusSize]struct{}
+	_ [ProtoStatusSize - unsafe.Sizeof(C.struct_cordon_status{})]struct{}
 )
 
 var (

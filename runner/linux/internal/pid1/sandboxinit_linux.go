@@ -4,6 +4,6 @@
 // before the Go runtime starts, as runc's nsenter does, so PID 1 costs an
 // exec and a fork rather than a Go start-up.
 
-package linux
+package pid1
 
 import "C"

@@ -1,4 +1,4 @@
-package linux
+package pid1
 
 import (
 	"encoding/binary"
@@ -14,7 +14,7 @@ import (
 // and offset here is checked against that header when the package builds
 // with cgo (sessionproto_cgo_linux.go).
 const (
-	sessionInitArg   = "cordon-session-init"
+	SessionInitArg   = "cordon-session-init"
 	protoReqMagic    = 0x58445243 // "CRDX"
 	protoStatusMagic = 0x53445243 // "CRDS"
 	protoVersion     = 2
@@ -23,33 +23,33 @@ const (
 	protoReqSpare    = 3
 	// protoMaxSpares is how many shim sockets one SPARE request carries
 	// at most (at most the fork server's MAX_FDS).
-	protoMaxSpares  = 5
-	protoFlagDetach = 1
-	protoFlagTTY    = 2
+	ProtoMaxSpares  = 5
+	ProtoFlagDetach = 1
+	ProtoFlagTTY    = 2
 	// protoFlagCgroup: the request carries two more descriptors, the
 	// exec's leaf cgroup.procs and the shims' home (sessionleaf_linux.go).
-	protoFlagCgroup  = 4
-	protoSigKillTree = -1
+	ProtoFlagCgroup  = 4
+	ProtoSigKillTree = -1
 	protoHeaderSize  = 40
-	protoStatusSize  = 48
+	ProtoStatusSize  = 48
 	protoMaxPayload  = 8 << 20
-	phaseRan         = 0
-	phaseChdir       = 1
-	phaseExec        = 2
-	phaseShim        = 3
+	PhaseRan         = 0
+	PhaseChdir       = 1
+	PhaseExec        = 2
+	PhaseShim        = 3
 	// phaseAttrs: the shim could not restore the process attributes its
 	// command inherits (a command lowered a hard limit or raised the
 	// nice value of PID 1 or a shim).
-	phaseAttrs = 4
+	PhaseAttrs = 4
 	// statusKilled in a status record's flags: the shim killed the
 	// command's tree (informative only: the supervisor decides kills from
 	// its own timer). statusAgain: the shim waits on the same socket for
 	// another exec.
 	statusKilled       = 1
 	statusAgain        = 2
-	sessionReadyByte   = 'R'
-	sessionAbortByte   = 'A'
-	sessionReadyWithin = 10 * time.Second
+	SessionReadyByte   = 'R'
+	SessionAbortByte   = 'A'
+	SessionReadyWithin = 10 * time.Second
 )
 
 // The offsets of the fields of struct cordon_req (req*) and struct
@@ -75,10 +75,10 @@ const (
 	stMaxRSS   = 40
 )
 
-// encodeExec builds an EXEC request: the header, then cwd, argv and env,
+// EncodeExec builds an EXEC request: the header, then cwd, argv and env,
 // each NUL-terminated.
 // For a TTY exec, size is the terminal's cols<<16 | rows (0: unknown).
-func encodeExec(id uint64, flags uint32, size uint32, cwd string, argv, env []string) ([]byte, error) {
+func EncodeExec(id uint64, flags uint32, size uint32, cwd string, argv, env []string) ([]byte, error) {
 	var payload strings.Builder
 	for _, s := range append(append([]string{cwd}, argv...), env...) {
 		if strings.IndexByte(s, 0) >= 0 {
@@ -94,13 +94,13 @@ func encodeExec(id uint64, flags uint32, size uint32, cwd string, argv, env []st
 	return append(b, payload.String()...), nil
 }
 
-// encodeSpare builds a SPARE request: fork one shim per socket attached.
-func encodeSpare() []byte {
+// EncodeSpare builds a SPARE request: fork one shim per socket attached.
+func EncodeSpare() []byte {
 	return header(protoReqSpare, 0, 0, 0, 0, 0, 0)
 }
 
-// encodeSignal builds a SIGNAL request for exec id.
-func encodeSignal(id uint64, sig int32) []byte {
+// EncodeSignal builds a SIGNAL request for exec id.
+func EncodeSignal(id uint64, sig int32) []byte {
 	return header(protoReqSignal, id, 0, sig, 0, 0, 0)
 }
 
@@ -119,49 +119,49 @@ func header(typ uint16, id uint64, flags uint32, sig int32, nargv, nenv, n uint3
 	return b
 }
 
-// execStatus is what a shim reports about its exec. It comes from inside
+// ExecStatus is what a shim reports about its exec. It comes from inside
 // the sandbox, so it is untrusted: decodeStatus checks it, and the
 // supervisor decides timeouts and kills from its own state.
-type execStatus struct {
-	phase    int32
-	errno    int32
-	wstatus  int32
-	again    bool // the shim serves another exec (statusAgain)
-	utimeUS  int64
-	stimeUS  int64
-	maxRSSKB int64
+type ExecStatus struct {
+	Phase    int32
+	Errno    int32
+	Wstatus  int32
+	Again    bool // the shim serves another exec (statusAgain)
+	UtimeUS  int64
+	StimeUS  int64
+	MaxRSSKB int64
 }
 
-// decodeStatus checks and decodes one status record. Every field is
+// DecodeStatus checks and decodes one status record. Every field is
 // checked against what a shim can write: a known phase, an errno, only the
 // flags it sets, CPU times and a peak RSS that are not negative, and, for a
 // command that ran, the wait status of a process that ended (an exit code,
 // or a signal that exists); anything else is a shim that does not follow
 // the protocol, and the exec's outcome is not taken from it.
-func decodeStatus(b []byte) (execStatus, error) {
+func DecodeStatus(b []byte) (ExecStatus, error) {
 	le := binary.NativeEndian
-	if len(b) != protoStatusSize || le.Uint32(b[stMagic:]) != protoStatusMagic || le.Uint32(b[stVersion:]) != protoVersion {
-		return execStatus{}, fmt.Errorf("malformed status record (%d bytes)", len(b))
+	if len(b) != ProtoStatusSize || le.Uint32(b[stMagic:]) != protoStatusMagic || le.Uint32(b[stVersion:]) != protoVersion {
+		return ExecStatus{}, fmt.Errorf("malformed status record (%d bytes)", len(b))
 	}
 	flags := le.Uint32(b[stFlags:])
-	st := execStatus{
-		phase:    int32(le.Uint32(b[stPhase:])),
-		errno:    int32(le.Uint32(b[stErr:])),
-		wstatus:  int32(le.Uint32(b[stWstatus:])),
-		again:    flags&statusAgain != 0,
-		utimeUS:  int64(le.Uint64(b[stUtime:])),
-		stimeUS:  int64(le.Uint64(b[stStime:])),
-		maxRSSKB: int64(le.Uint64(b[stMaxRSS:])),
+	st := ExecStatus{
+		Phase:    int32(le.Uint32(b[stPhase:])),
+		Errno:    int32(le.Uint32(b[stErr:])),
+		Wstatus:  int32(le.Uint32(b[stWstatus:])),
+		Again:    flags&statusAgain != 0,
+		UtimeUS:  int64(le.Uint64(b[stUtime:])),
+		StimeUS:  int64(le.Uint64(b[stStime:])),
+		MaxRSSKB: int64(le.Uint64(b[stMaxRSS:])),
 	}
 	switch {
-	case st.phase < phaseRan || st.phase > phaseAttrs || st.errno < 0 || st.errno > 4095:
-		return execStatus{}, fmt.Errorf("status record out of range (phase %d, errno %d)", st.phase, st.errno)
+	case st.Phase < PhaseRan || st.Phase > PhaseAttrs || st.Errno < 0 || st.Errno > 4095:
+		return ExecStatus{}, fmt.Errorf("status record out of range (phase %d, errno %d)", st.Phase, st.Errno)
 	case flags&^(statusKilled|statusAgain) != 0:
-		return execStatus{}, fmt.Errorf("status record with unknown flags %#x", flags)
-	case st.utimeUS < 0 || st.stimeUS < 0 || st.maxRSSKB < 0:
-		return execStatus{}, fmt.Errorf("status record with a negative usage (user %d us, system %d us, max RSS %d KiB)", st.utimeUS, st.stimeUS, st.maxRSSKB)
-	case st.phase == phaseRan && !endedWaitStatus(st.wstatus):
-		return execStatus{}, fmt.Errorf("status record with wait status %#x, which is not that of an ended process", st.wstatus)
+		return ExecStatus{}, fmt.Errorf("status record with unknown flags %#x", flags)
+	case st.UtimeUS < 0 || st.StimeUS < 0 || st.MaxRSSKB < 0:
+		return ExecStatus{}, fmt.Errorf("status record with a negative usage (user %d us, system %d us, max RSS %d KiB)", st.UtimeUS, st.StimeUS, st.MaxRSSKB)
+	case st.Phase == PhaseRan && !endedWaitStatus(st.Wstatus):
+		return ExecStatus{}, fmt.Errorf("status record with wait status %#x, which is not that of an ended process", st.Wstatus)
 	}
 	return st, nil
 }

@@ -1,6 +1,6 @@
 //go:build linux && cgo
 
-package linux
+package pid1
 
 // The C of this package (the sandbox and session PID 1s, the reaper, the
 // deny cover) builds warning-free: cgo's flags are the package's, so they
