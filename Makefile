@@ -78,7 +78,7 @@ FUZZTIME ?= 60s
 fuzz: ## run each fuzz target for FUZZTIME (60s) each
 	$(GO) test ./spec/ -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./mounts/ -run '^$$' -fuzz FuzzResolve -fuzztime $(FUZZTIME)
-	$(GO) test -tags '$(TAGS)' ./runner/ -run '^$$' -fuzz FuzzDecodeStatus -fuzztime $(FUZZTIME)
+	$(GO) test -tags '$(TAGS)' ./runner/linux/internal/pid1/ -run '^$$' -fuzz FuzzDecodeStatus -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/session/ -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/session/ -run '^$$' -fuzz FuzzReadResponse -fuzztime $(FUZZTIME)
 

@@ -1,6 +1,9 @@
 package cordon
 
-import "github.com/cordon-run/cordon/runner"
+import (
+	"github.com/cordon-run/cordon/runner"
+	runnerlinux "github.com/cordon-run/cordon/runner/linux"
+)
 
 // newBackend returns the libcontainer backend.
-func newBackend() (runner.Runner, error) { return runner.New(runner.Options{}) }
+func newBackend() (runner.Runner, error) { return runnerlinux.New(runner.Options{}) }

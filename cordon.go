@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync"
 
+	runnerlinux "github.com/cordon-run/cordon/runner/linux"
+
 	"github.com/sirupsen/logrus"
 
 	"github.com/cordon-run/cordon/internal/attach"
@@ -17,7 +19,7 @@ import (
 // one, and never returns then. A program that runs commands with Run must
 // call it first thing in main (and in TestMain): on Linux the backend
 // starts each sandbox by re-executing the program itself.
-func Init() { runner.Init() }
+func Init() { runnerlinux.Init() }
 
 // Project is a loaded config: the top-level sandbox, the delegation policy
 // and the audit log. It is the one place where a run is put together:

@@ -3,6 +3,7 @@ package cordon
 import (
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -45,5 +46,33 @@ func TestFrontEndsImportNoBackend(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestOnlyTheRootImportsTheLinuxBackend: runner/linux has no compatibility
+// promise, so outside its own directory only the composition root (this
+// package) imports it, and, below it, the OCI runtime, which reuses the
+// backend's broker policy, and testenv, which asks its doctor whether
+// tests can start sandboxes. Tests may import it.
+func TestOnlyTheRootImportsTheLinuxBackend(t *testing.T) {
+	const backend = "github.com/cordon-run/cordon/runner/linux"
+	allowed := map[string]bool{".": true, "runner/linux": true, "internal/ociruntime": true, "internal/testenv": true}
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || allowed[filepath.Dir(p)] {
+			return err
+		}
+		af, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range af.Imports {
+			if path, _ := strconv.Unquote(imp.Path.Value); path == backend || strings.HasPrefix(path, backend+"/") {
+				t.Errorf("%s imports %s; only the root package wires the Linux backend", p, path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

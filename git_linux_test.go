@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	runnerlinux "github.com/cordon-run/cordon/runner/linux"
+
 	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/internal/testenv"
 	"github.com/cordon-run/cordon/runner"
@@ -64,7 +66,7 @@ func gitSandbox(t *testing.T, root string, edit func(*spec.Sandbox)) (*cordon.Sa
 	if edit != nil {
 		edit(&cfg.Sandbox)
 	}
-	r, err := runner.New(runner.Options{StateDir: t.TempDir()})
+	r, err := runnerlinux.New(runner.Options{StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

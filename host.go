@@ -2,6 +2,7 @@ package cordon
 
 import (
 	"github.com/cordon-run/cordon/runner"
+	runnerlinux "github.com/cordon-run/cordon/runner/linux"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -19,12 +20,12 @@ type Capability = runner.Capability
 type Enforcement = runner.Enforcement
 
 // Bundle is an OCI bundle written for a stock runtime (runc, crun).
-type Bundle = runner.Bundle
+type Bundle = runnerlinux.Bundle
 
 // Doctor lists what this host can enforce, and the rows among them that the
 // default profile needs and this host lacks.
 func Doctor() (caps, missing []Capability) {
-	caps = runner.Doctor()
+	caps = runnerlinux.Doctor()
 	return caps, runner.Missing(caps)
 }
 
@@ -45,20 +46,20 @@ func (s *Sandbox) Plan(args []string) (*spec.Plan, Enforcement, error) {
 // WriteBundle writes an OCI bundle (config.json and its rootfs skeleton) for
 // args into dir, for a stock runtime to run unchanged.
 func (s *Sandbox) WriteBundle(dir string, args []string) (*Bundle, error) {
-	return runner.WriteBundle(dir, s.sb, args)
+	return runnerlinux.WriteBundle(dir, s.sb, args)
 }
 
 // Prewarm readies what the first run of this process would otherwise pay
 // for (the cgroup hierarchy on cgroup v1). It is an optimisation only.
-func Prewarm() { runner.PrewarmCgroups() }
+func Prewarm() { runnerlinux.PrewarmCgroups() }
 
 // StateDir is the folder where the backend keeps the state of runs and
 // sessions.
-func StateDir() string { return runner.DefaultStateDir() }
+func StateDir() string { return runnerlinux.DefaultStateDir() }
 
 // Reap removes what runs and sessions whose supervisor was killed left
 // behind: container state and cgroups.
-func Reap() error { return runner.Reap(runner.Options{}) }
+func Reap() error { return runnerlinux.Reap(runner.Options{}) }
 
 // SetupFailure is the result of a command that never ran because err
 // stopped it: res with the set-up failure's exit code, type and detail.

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	runnerlinux "github.com/cordon-run/cordon/runner/linux"
+
 	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/internal/testenv"
 	"github.com/cordon-run/cordon/runner"
@@ -24,7 +26,7 @@ import (
 func hostToolsProject(t *testing.T, profile string, edit func(sb *spec.Sandbox)) (*cordon.Sandbox, string) {
 	t.Helper()
 	testenv.RequireSandbox(t)
-	r, err := runner.New(runner.Options{StateDir: t.TempDir()})
+	r, err := runnerlinux.New(runner.Options{StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

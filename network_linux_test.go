@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	runnerlinux "github.com/cordon-run/cordon/runner/linux"
+
 	"github.com/cordon-run/cordon"
 	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/internal/netguard"
@@ -34,7 +36,7 @@ func TestIntegrationAllowListAudited(t *testing.T) {
 	} else {
 		f.Close()
 	}
-	r, err := runner.New(runner.Options{StateDir: t.TempDir(), Resolver: h.DNS})
+	r, err := runnerlinux.New(runner.Options{StateDir: t.TempDir(), Resolver: h.DNS})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ trap 'rm -rf "$work"; ip link del "${netlink}h" 2>/dev/null || true; ip netns de
 ip link add "${netlink}h" type veth peer name "${netlink}p" netns "$netns"
 ip addr add "$nettest_addr/32" dev "${netlink}h"
 ip link set "${netlink}h" up
-go test -c -tags seccomp -o "$work/runner.test" ./runner/
+go test -c -tags seccomp -o "$work/runner.test" ./runner/linux/
 go test -c -o "$work/hostfile.test" ./internal/hostfile/
 go test -c -tags seccomp -o "$work/cordon.test" .
 go test -c -o "$work/netguard.test" ./internal/netguard/

@@ -8,7 +8,7 @@ import (
 
 // delegation is what this host offers a rootless run for memory, pids and
 // cpu limits: a cgroup v2 subtree the user owns, or why there is none.
-type delegation struct {
+type Delegation struct {
 	// Base is the delegated cgroup, "/a/b" below the cgroup2 mount, in
 	// which limited runs get their own child cgroup; "" when there is none.
 	Base string
@@ -25,20 +25,20 @@ type delegation struct {
 	V1 bool
 }
 
-// fix is the way out of a refusal of rootless limits on this host.
-func (d delegation) fix() string {
+// Fix is the way out of a refusal of rootless limits on this host.
+func (d Delegation) Fix() string {
 	if d.V1 {
 		return v1Fix
 	}
 	return delegationFix
 }
 
-// systemdScopeSlice is the slice of the user's systemd that runs' scopes go
+// SystemdScopeSlice is the slice of the user's systemd that runs' scopes go
 // in: cordon-<id>.scope in user.slice.
-const systemdScopeSlice = "user.slice"
+const SystemdScopeSlice = "user.slice"
 
 // rootlessCgroup probes this host's delegation; a variable for tests.
-var rootlessCgroup = probeDelegation
+var rootlessCgroup = HostDelegation
 
 // delegationFix is the way out of a refusal of rootless limits.
 const delegationFix = "to enforce them rootless, let cordon reach your systemd, which it asks for a delegated scope " +
@@ -51,8 +51,8 @@ const v1Fix = "on cgroup v1 no systemd scope or delegated subtree can help: run 
 	"(systemd.unified_cgroup_hierarchy=1 on the kernel command line), or drop the memory, pids and cpus limits " +
 	"(require_os_sandbox: false runs without them, and says so)"
 
-// limitControllers are the cgroup controllers the limits of sb need.
-func limitControllers(sb *spec.Sandbox) []string {
+// LimitControllers are the cgroup controllers the limits of sb need.
+func LimitControllers(sb *spec.Sandbox) []string {
 	var out []string
 	if sb.Limits.Memory > 0 {
 		out = append(out, "memory")
@@ -66,8 +66,8 @@ func limitControllers(sb *spec.Sandbox) []string {
 	return out
 }
 
-// missingControllers are those of want that d does not offer.
-func (d delegation) missingControllers(want []string) []string {
+// MissingControllers are those of want that d does not offer.
+func (d Delegation) MissingControllers(want []string) []string {
 	var out []string
 	for _, c := range want {
 		found := false
@@ -81,35 +81,35 @@ func (d delegation) missingControllers(want []string) []string {
 	return out
 }
 
-// enforces reports whether d can enforce the controllers want, and if not,
+// Enforces reports whether d can enforce the controllers want, and if not,
 // why, as a clause for a refusal.
-func (d delegation) enforces(want []string) (bool, string) {
+func (d Delegation) Enforces(want []string) (bool, string) {
 	if d.Base == "" {
 		return false, d.Problem
 	}
-	if m := d.missingControllers(want); len(m) > 0 {
+	if m := d.MissingControllers(want); len(m) > 0 {
 		return false, "the delegated cgroup " + d.Base + " lacks the " + strings.Join(m, ", ") +
 			" controller (its cgroup.controllers: " + strings.Join(d.Controllers, " ") + "); its parent must enable it, as systemd's Delegate=memory pids cpu does"
 	}
 	return true, ""
 }
 
-// rootlessCgroupsPath is the cgroup a rootless run id of sb is put in when
+// RootlessCgroupsPath is the cgroup a rootless run id of sb is put in when
 // sb sets limits the delegation can enforce: the systemd scope
 // "user.slice:cordon:<id>" (libcontainer's slice:prefix:name form), or a
 // child of the delegated cgroup; else "" (no cgroup: libcontainer leaves
 // the run in cordon's own).
-func rootlessCgroupsPath(sb *spec.Sandbox, id string) string {
-	want := limitControllers(sb)
+func RootlessCgroupsPath(sb *spec.Sandbox, id string) string {
+	want := LimitControllers(sb)
 	if len(want) == 0 {
 		return ""
 	}
 	d := rootlessCgroup()
-	if ok, _ := d.enforces(want); !ok {
+	if ok, _ := d.Enforces(want); !ok {
 		return ""
 	}
 	if d.Systemd {
-		return systemdScopeSlice + ":cordon:" + strings.TrimPrefix(id, "cordon-")
+		return SystemdScopeSlice + ":cordon:" + strings.TrimPrefix(id, "cordon-")
 	}
 	return strings.TrimSuffix(d.Base, "/") + "/" + id
 }

@@ -9,16 +9,16 @@ import (
 )
 
 // noDelegation is a host whose rootless users have no delegated cgroup.
-var noDelegation = delegation{Problem: "this process's cgroup /x is not delegated to uid 4242, and no systemd answers on the user's D-Bus, so rootless runs have no cgroup to enforce them"}
+var noDelegation = Delegation{Problem: "this process's cgroup /x is not delegated to uid 4242, and no systemd answers on the user's D-Bus, so rootless runs have no cgroup to enforce them"}
 
 // cgroupV1 is a cgroup v1 host, where no delegation can help.
-var cgroupV1 = delegation{Problem: "cgroup v1 has no delegation to unprivileged users, so rootless runs have no cgroup to enforce them", V1: true}
+var cgroupV1 = Delegation{Problem: "cgroup v1 has no delegation to unprivileged users, so rootless runs have no cgroup to enforce them", V1: true}
 
 // withDelegation makes rootlessCgroup report d for the rest of t.
-func withDelegation(t *testing.T, d delegation) {
+func withDelegation(t *testing.T, d Delegation) {
 	t.Helper()
 	old := rootlessCgroup
-	rootlessCgroup = func() delegation { return d }
+	rootlessCgroup = func() Delegation { return d }
 	t.Cleanup(func() { rootlessCgroup = old })
 }
 
@@ -27,17 +27,17 @@ func withDelegation(t *testing.T, d delegation) {
 // per run; otherwise they are refused, naming what is missing and the way
 // out, and the run gets no cgroup path.
 func TestRootlessLimitsDelegation(t *testing.T) {
-	full := delegation{Base: "/user.slice/user-4242", Controllers: []string{"cpu", "memory", "pids"}}
-	sd := delegation{Base: "/user.slice/user-1000.slice/user@1000.service", Controllers: []string{"cpu", "memory", "pids"}, Systemd: true}
-	sdPids := delegation{Base: "/user.slice/user-1000.slice/user@1000.service", Controllers: []string{"pids"}, Systemd: true}
-	pidsOnly := delegation{Base: "/user.slice/user-4242", Controllers: []string{"pids"}}
+	full := Delegation{Base: "/user.slice/user-4242", Controllers: []string{"cpu", "memory", "pids"}}
+	sd := Delegation{Base: "/user.slice/user-1000.slice/user@1000.service", Controllers: []string{"cpu", "memory", "pids"}, Systemd: true}
+	sdPids := Delegation{Base: "/user.slice/user-1000.slice/user@1000.service", Controllers: []string{"pids"}, Systemd: true}
+	pidsOnly := Delegation{Base: "/user.slice/user-4242", Controllers: []string{"pids"}}
 	sb := func(l spec.Limits) *spec.Sandbox {
 		return &spec.Sandbox{Root: "/w", System: spec.System{Kind: spec.SystemHost}, RequireOSSandbox: true, Limits: l}
 	}
 	all := spec.Limits{Memory: 64 << 20, Pids: 10, CPUs: 0.5}
 	tests := []struct {
 		name    string
-		d       delegation
+		d       Delegation
 		limits  spec.Limits
 		path    string
 		refusal []string // substrings of the refusal; nil: none
@@ -55,7 +55,7 @@ func TestRootlessLimitsDelegation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			withDelegation(t, tt.d)
 			s := sb(tt.limits)
-			if got := rootlessCgroupsPath(s, "cordon-r1"); got != tt.path {
+			if got := RootlessCgroupsPath(s, "cordon-r1"); got != tt.path {
 				t.Errorf("cgroups path %q, want %q", got, tt.path)
 			}
 			err := Enforce(BackendRootless, s).Err()

@@ -196,6 +196,12 @@ func ClassifyDenial(p Policy, sb *spec.Sandbox, cwd, stderr string) (Denial, boo
 	return classifyDenial(p, sb, cwd, stderr, false)
 }
 
+// ClassifyReadDenial is ClassifyDenial believing only what stderr says of
+// reads: a write's refusal is the broker's to record.
+func ClassifyReadDenial(p Policy, sb *spec.Sandbox, cwd, stderr string) (Denial, bool) {
+	return classifyDenial(p, sb, cwd, stderr, true)
+}
+
 // classifyDenial is ClassifyDenial; readsOnly believes only what stderr
 // says of reads (see readDenials): a write's refusal is the broker's to
 // record.

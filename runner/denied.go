@@ -18,9 +18,9 @@ type DeniedCall struct {
 // counts them all.
 const MaxListedDenials = 20
 
-// listDenials returns the distinct calls of d (at most MaxListedDenials,
+// ListDenials returns the distinct calls of d (at most MaxListedDenials,
 // in order) and how many calls d holds in all.
-func listDenials(d []DeniedCall) ([]DeniedCall, int) {
+func ListDenials(d []DeniedCall) ([]DeniedCall, int) {
 	if len(d) == 0 {
 		return nil, 0
 	}

@@ -27,7 +27,7 @@ func TestListDenials(t *testing.T) {
 		{"capped", many, MaxListedDenials, 50, many[0]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, n := listDenials(tc.in)
+			got, n := ListDenials(tc.in)
 			if len(got) != tc.listed || n != tc.count || (len(got) > 0 && got[0] != tc.first) {
 				t.Fatalf("listDenials = %v (%d), want %d listed of %d, first %v", got, n, tc.listed, tc.count, tc.first)
 			}

@@ -154,11 +154,11 @@ func findLimits(b Backend, sb *spec.Sandbox, refuse bool) []string {
 			return nil
 		}
 		d := rootlessCgroup()
-		ok, why := d.enforces(limitControllers(sb))
+		ok, why := d.Enforces(LimitControllers(sb))
 		if ok {
 			return nil
 		}
-		return []string{"limits " + strings.Join(lim, ", ") + ": " + why + "; " + d.fix()}
+		return []string{"limits " + strings.Join(lim, ", ") + ": " + why + "; " + d.Fix()}
 	}
 	var out []string
 	for _, x := range []struct {
@@ -267,7 +267,7 @@ func (rule gapRule) listedFor(b Backend) bool {
 		return false
 	}
 	if rule.key == "limits" && b == BackendRootless {
-		ok, _ := rootlessCgroup().enforces([]string{"memory", "pids", "cpu"})
+		ok, _ := rootlessCgroup().Enforces([]string{"memory", "pids", "cpu"})
 		return !ok
 	}
 	return true
@@ -285,8 +285,8 @@ func Limitations(b Backend) []string {
 	return out
 }
 
-// limitationCaps are b's rows of the table as doctor reports them.
-func limitationCaps(b Backend) []Capability {
+// LimitationCaps are b's rows of the table as doctor reports them.
+func LimitationCaps(b Backend) []Capability {
 	var caps []Capability
 	for _, rule := range gapTable {
 		if rule.listedFor(b) {

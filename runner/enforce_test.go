@@ -106,7 +106,7 @@ func TestUnenforceableErrorMessages(t *testing.T) {
 	if l := Limitations(BackendRootless); len(l) != 2 || !strings.HasPrefix(l[1], "limits: ") {
 		t.Errorf("Limitations(rootless) = %q", l)
 	}
-	if c := limitationCaps(BackendSeatbelt); len(c) != 4 || c[0].OK || c[0].Name != "not enforced: limits" {
+	if c := LimitationCaps(BackendSeatbelt); len(c) != 4 || c[0].OK || c[0].Name != "not enforced: limits" {
 		t.Errorf("limitationCaps(seatbelt) = %+v", c)
 	}
 }
@@ -119,13 +119,13 @@ func TestPlan(t *testing.T) {
 	sb := &spec.Sandbox{Root: t.TempDir(), System: spec.System{Kind: spec.SystemNone}, RequireOSSandbox: true,
 		Network: spec.Network{Enabled: true, Allow: []string{"a.org"}}, Limits: spec.Limits{Memory: 64 << 20}}
 	host := spec.ModernHost()
-	ro := runOptions(BackendRootless, "x", "/run/x/rootfs", host)
-	p, e, err := Plan(BackendRootless, sb, process([]string{"true"}, sb.Root, false), ro)
+	ro := RunOptions(BackendRootless, "x", "/run/x/rootfs", host)
+	p, e, err := Plan(BackendRootless, sb, Process([]string{"true"}, sb.Root, false), ro)
 	if !errors.Is(err, ErrUnenforceable) || p != nil || len(e.Refused) != 2 {
 		t.Fatalf("plan %v, refused %v, err %v; want a refusal of both and no plan", p, e.Refused, err)
 	}
 	sb.RequireOSSandbox = false
-	p, e, err = Plan(BackendRootless, sb, process([]string{"true"}, sb.Root, false), ro)
+	p, e, err = Plan(BackendRootless, sb, Process([]string{"true"}, sb.Root, false), ro)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestEnforceNetworkGuarded(t *testing.T) {
 		if e.Err() != nil || len(e.Unenforced) != 0 || !slices.Equal(e.Sandbox.Network.Allow, sb.Network.Allow) {
 			t.Fatalf("%s: %+v", b, e)
 		}
-		p, _, err := Plan(b, sb, process([]string{"true"}, sb.Root, false), runOptions(b, "x", "/run/x/rootfs", spec.ModernHost()))
+		p, _, err := Plan(b, sb, Process([]string{"true"}, sb.Root, false), RunOptions(b, "x", "/run/x/rootfs", spec.ModernHost()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ func CopyKeys(term *os.File, in io.Reader, keys chan<- struct{}) {
 	for {
 		n, err := in.Read(buf)
 		if n > 0 {
-			for i := 0; i < interrupts(term, buf[:n]); i++ {
+			for i := 0; i < Interrupts(term, buf[:n]); i++ {
 				select {
 				case keys <- struct{}{}:
 				default:
@@ -36,9 +36,9 @@ func CopyKeys(term *os.File, in io.Reader, keys chan<- struct{}) {
 	}
 }
 
-// interrupts counts the bytes of p that term's line discipline turns into
+// Interrupts counts the bytes of p that term's line discipline turns into
 // SIGINT.
-func interrupts(term *os.File, p []byte) int {
+func Interrupts(term *os.File, p []byte) int {
 	rc, err := term.SyscallConn()
 	if err != nil {
 		return 0

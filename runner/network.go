@@ -3,9 +3,8 @@ package runner
 import (
 	"fmt"
 	"strings"
-	"sync"
 
-	"github.com/cordon-run/cordon/internal/netguard"
+	"github.com/cordon-run/cordon/internal/netguard/netevent"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -16,7 +15,7 @@ const FailureNetworkDenied FailureType = "network_denied"
 
 // guardProbe reports whether this host can enforce network allow lists,
 // and why not; it is probed once. Tests replace it.
-var guardProbe = sync.OnceValues(networkGuardAvailable)
+var guardProbe = networkGuardAvailable
 
 // guardAvailable reports whether backend b enforces network allow lists on
 // this host: the Linux backends do where the guard can run, macOS's always
@@ -54,7 +53,7 @@ const SeatbeltNetwork = "allow list enforced by cordon's HTTP proxy on 127.0.0.1
 // NetworkDenials explains a failed command by the network denials cordon
 // decided during the run (the Linux guard's, or the macOS proxy's): the first one, which is what the command met first, and how
 // many more there were (total, of which denials are the first).
-func NetworkDenials(denials []netguard.Event, total int) Explainer {
+func NetworkDenials(denials []netevent.Event, total int) Explainer {
 	return func(_ Outcome, res *Result) bool {
 		if len(denials) == 0 {
 			return false
@@ -65,7 +64,7 @@ func NetworkDenials(denials []netguard.Event, total int) Explainer {
 	}
 }
 
-func denialDetail(denials []netguard.Event, total int) string {
+func denialDetail(denials []netevent.Event, total int) string {
 	var b strings.Builder
 	b.WriteString(denials[0].Detail)
 	if n := max(total, len(denials)) - 1; n > 0 {

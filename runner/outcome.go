@@ -224,12 +224,12 @@ func ParseInitStatus(data string) InitStatus {
 	return st
 }
 
-// initMessages explains the failures cordon's own PID 1 reported on its
+// InitMessages explains the failures cordon's own PID 1 reported on its
 // status pipe (Outcome.Init): it could not finish setting the sandbox up
 // (125), it exited before it started the command, or the command cannot be
 // executed (126/127). Without that pipe (Init nil) it explains nothing: the
 // command's stderr and exit status are the command's to choose.
-func initMessages(o Outcome, res *Result) bool {
+func InitMessages(o Outcome, res *Result) bool {
 	st := o.Init
 	if st == nil {
 		return false

@@ -80,7 +80,7 @@ func TestClassify(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			base := Result{Backend: "test", Unenforced: []string{"x"}}
-			res := Classify(base, tt.o, never, initMessages, custom, PolicyDenials(table, sb))
+			res := Classify(base, tt.o, never, InitMessages, custom, PolicyDenials(table, sb))
 			if res.ExitCode != tt.code || res.FailureType != tt.ft || res.BlockedPath != tt.blocked {
 				t.Fatalf("got exit %d %s blocked %q (%s); want %d %s %q", res.ExitCode, res.FailureType, res.BlockedPath, res.FailureDetail, tt.code, tt.ft, tt.blocked)
 			}

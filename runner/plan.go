@@ -40,9 +40,9 @@ func linuxBackend() Backend {
 	return BackendLibcontainer
 }
 
-// runOptions are the RunOptions of run id of backend b on a host with
+// RunOptions are the RunOptions of run id of backend b on a host with
 // facts host, whose root is the empty directory rootfs.
-func runOptions(b Backend, id, rootfs string, host spec.Host) spec.RunOptions {
+func RunOptions(b Backend, id, rootfs string, host spec.Host) spec.RunOptions {
 	ro := spec.RunOptions{
 		Rootfs:   rootfs,
 		Rootless: b == BackendRootless,
@@ -58,8 +58,8 @@ func runOptions(b Backend, id, rootfs string, host spec.Host) spec.RunOptions {
 	return ro
 }
 
-// process is the command of a run as this user, in cwd.
-func process(args []string, cwd string, tty bool) spec.Process {
+// Process is the command of a run as this user, in cwd.
+func Process(args []string, cwd string, tty bool) spec.Process {
 	return spec.Process{Args: args, Cwd: cwd, UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Terminal: tty}
 }
 
@@ -72,9 +72,9 @@ func SpecPlan(sb *spec.Sandbox, args []string) (*spec.Plan, Enforcement, error) 
 		cwd = sb.Root
 	}
 	b := linuxBackend()
-	ro := runOptions(b, "ID", "/run/cordon/runs/ID/rootfs", ProbeHost())
+	ro := RunOptions(b, "ID", "/run/cordon/runs/ID/rootfs", ProbeHost())
 	if b == BackendRootless && sb != nil {
-		ro.CgroupsPath = rootlessCgroupsPath(sb, "ID")
+		ro.CgroupsPath = RootlessCgroupsPath(sb, "ID")
 	}
-	return Plan(b, sb, process(args, cwd, false), ro)
+	return Plan(b, sb, Process(args, cwd, false), ro)
 }

@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/cordon-run/cordon/internal/netguard"
+	"github.com/cordon-run/cordon/internal/netguard/netevent"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -147,7 +147,7 @@ type Result struct {
 	// Network lists the network guard's decisions (DNS questions, TCP
 	// connections, refused datagrams) of a run with a network allow list,
 	// in order; the audit log writes one line for each.
-	Network []netguard.Event `json:"network,omitempty"`
+	Network []netevent.Event `json:"network,omitempty"`
 	// Overlay names the overlay a run in overlay mode wrote to (nothing
 	// reached the host workspace); OverlayChanged counts the workspace
 	// files it changes so far, and OverlayChanges lists the first
@@ -170,5 +170,5 @@ type Options struct {
 	StateDir string
 	// Resolver resolves the names a network allow list admits; nil means
 	// the host's resolver (/etc/hosts, then DNS).
-	Resolver netguard.Resolver
+	Resolver netevent.Resolver
 }

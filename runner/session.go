@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/cordon-run/cordon/internal/netguard"
+	"github.com/cordon-run/cordon/internal/netguard/netevent"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -106,7 +106,7 @@ type Session interface {
 // UnreportedNetwork returns the decisions no exec's result reported, so
 // that they are recorded too. Each is returned once.
 type NetworkTail interface {
-	UnreportedNetwork() []netguard.Event
+	UnreportedNetwork() []netevent.Event
 }
 
 // ExecRequest is one command to run in a session.

@@ -20,13 +20,13 @@ func ExitOf(ps *os.ProcessState, err error) (code int, signal string, ok bool) {
 	if !ok || (!ws.Signaled() && !ws.Exited()) {
 		return 0, "", false
 	}
-	code, signal = exitOfWaitStatus(unix.WaitStatus(ws))
+	code, signal = ExitOfWaitStatus(unix.WaitStatus(ws))
 	return code, signal, true
 }
 
-// exitOfWaitStatus is the exit code of a wait status (128+n after signal n,
+// ExitOfWaitStatus is the exit code of a wait status (128+n after signal n,
 // as shells report it) and the signal's name ("SIGSEGV"), or "".
-func exitOfWaitStatus(ws unix.WaitStatus) (code int, signal string) {
+func ExitOfWaitStatus(ws unix.WaitStatus) (code int, signal string) {
 	if ws.Signaled() {
 		return 128 + int(ws.Signal()), unix.SignalName(ws.Signal())
 	}

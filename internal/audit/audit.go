@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/cordon-run/cordon/internal/attach"
-	"github.com/cordon-run/cordon/internal/netguard"
+	"github.com/cordon-run/cordon/internal/netguard/netevent"
 	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
@@ -93,7 +93,7 @@ type Record struct {
 	// Network is the guard's decision of a net record: proto, host and
 	// where the name came from, address, port, rule, allow or deny, the
 	// reason, bytes.
-	Network *netguard.Event `json:"network,omitempty"`
+	Network *netevent.Event `json:"network,omitempty"`
 }
 
 // Result is the outcome of a run as the log records it.

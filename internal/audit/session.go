@@ -1,7 +1,7 @@
 package audit
 
 import (
-	"github.com/cordon-run/cordon/internal/netguard"
+	"github.com/cordon-run/cordon/internal/netguard/netevent"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -26,7 +26,7 @@ func (l *Log) Session(sb *spec.Sandbox) error {
 // SessionNetwork records the network decisions of a warm session of sb
 // that no exec reported (made after its last exec ended), as net records
 // without a run id, when the session is closed.
-func (l *Log) SessionNetwork(sb *spec.Sandbox, evs []netguard.Event) error {
+func (l *Log) SessionNetwork(sb *spec.Sandbox, evs []netevent.Event) error {
 	base, err := l.sandboxRecord(EventNet, sb)
 	if err != nil {
 		return err

@@ -10,16 +10,17 @@ import (
 	"strings"
 	"testing"
 
+	runnerlinux "github.com/cordon-run/cordon/runner/linux"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cordon-run/cordon/internal/testenv"
-	"github.com/cordon-run/cordon/runner"
 )
 
 // TestMain carries libcontainer's init hook: the in-process shell tests
 // re-execute this test binary as the container's init.
 func TestMain(m *testing.M) {
-	runner.Init()
+	runnerlinux.Init()
 	os.Exit(m.Run())
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	runnerlinux "github.com/cordon-run/cordon/runner/linux"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cordon-run/cordon"
@@ -30,7 +32,7 @@ func TestShellUsesSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := t.TempDir()
-	r, err := runner.New(runner.Options{StateDir: state})
+	r, err := runnerlinux.New(runner.Options{StateDir: state})
 	if err != nil {
 		t.Fatal(err)
 	}

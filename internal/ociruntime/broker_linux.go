@@ -22,7 +22,7 @@ import (
 
 	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/internal/broker"
-	cordonrunner "github.com/cordon-run/cordon/runner"
+	cordonrunner "github.com/cordon-run/cordon/runner/linux"
 )
 
 // A container with deny, protect or audit annotations runs under cordon's

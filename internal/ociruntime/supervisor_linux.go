@@ -16,7 +16,7 @@ import (
 
 	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/internal/broker"
-	cordonrunner "github.com/cordon-run/cordon/runner"
+	cordonrunner "github.com/cordon-run/cordon/runner/linux"
 )
 
 // supervisor is cordon-oci __broker: it serves the notification

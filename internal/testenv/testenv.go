@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cordon-run/cordon/runner"
+	runnerlinux "github.com/cordon-run/cordon/runner/linux"
 )
 
 // CanSandbox reports whether this host can start sandboxes: Linux, as root
@@ -23,7 +23,7 @@ var sandboxProblem = sync.OnceValue(func() string {
 		return "needs Linux to start sandboxes"
 	}
 	userns, seccomp := os.Geteuid() == 0, false
-	for _, c := range runner.Doctor() {
+	for _, c := range runnerlinux.Doctor() {
 		switch c.Name {
 		case "user namespaces":
 			userns = userns || c.OK

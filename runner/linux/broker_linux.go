@@ -1,0 +1,380 @@
+package linux
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/internal/broker"
+	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/spec"
+)
+
+// The broker (internal/broker) performs, outside the sandbox, every call
+// that creates, removes, renames, links or opens a path for writing, and
+// refuses those that would change a deny or protect path, whether it
+// exists or not. So no placeholder is needed on the host for a missing
+// path, and a host that renames over a covered file does not lift its
+// protection: the decision is on the path, at the moment of the call.
+
+// brokerOpenWrite are the open flags the filter sends to the broker:
+// O_WRONLY|O_RDWR|O_CREAT|O_TRUNC (O_TMPFILE needs a write mode).
+var brokerOpenWrite = []uint64{0o1, 0o2, 0o100, 0o1000}
+
+// brokerENOSYS are calls that would change what the broker guards but
+// that it does not perform: the *xattrat calls (Linux 6.13) take their
+// value in a struct; the 32-bit ABI's (i386 and arm: the broker performs
+// only the native one) own names for truncate, chown, lchown, fchown and
+// utimensat, which the native table lacks, so the brokered names never
+// reach them (TestIntegrationBrokerCompatABIRefused). They fail with
+// ENOSYS, so a caller falls back to the brokered calls, as for openat2.
+var brokerENOSYS = []string{"setxattrat", "removexattrat",
+	"truncate64", "chown32", "lchown32", "fchown32", "utimensat_time64"}
+
+// brokeredSeccomp rewrites the filter so that the broker's calls are
+// notified to it: open and openat when a flag may write (with strict, every
+// open but a bare O_PATH one, which reads nothing), the others always.
+// The rules they had (the setid narrowing of spec/seccomp_modes.go) are
+// replaced: the broker refuses S_ISUID and S_ISGID itself.
+func brokeredSeccomp(c *configs.Seccomp, strict bool) *configs.Seccomp {
+	names := broker.Syscalls()
+	out := *c
+	out.Syscalls = nil
+	for _, s := range c.Syscalls {
+		if s != nil && (slices.Contains(names, s.Name) || slices.Contains(brokerENOSYS, s.Name)) {
+			continue
+		}
+		out.Syscalls = append(out.Syscalls, s)
+	}
+	enosys := uint(unix.ENOSYS)
+	for _, n := range brokerENOSYS {
+		out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Errno, ErrnoRet: &enosys})
+	}
+	flagArg := map[string]uint{"open": 1, "openat": 2}
+	for _, n := range names {
+		if !strict {
+			if rules, fast := fdMetaFastPath(n); fast {
+				out.Syscalls = append(out.Syscalls, rules...)
+				continue
+			}
+		}
+		idx, isOpen := flagArg[n]
+		if !isOpen {
+			out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Notify})
+			continue
+		}
+		var mask uint64
+		for _, bit := range brokerOpenWrite {
+			mask |= bit
+			out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Notify,
+				Args: []*configs.Arg{{Index: idx, Value: bit, ValueTwo: bit, Op: configs.MaskEqualTo}}})
+		}
+		if strict {
+			// Every open without O_PATH is notified; one with O_PATH and
+			// no write flag stays in the kernel (its descriptor reads
+			// nothing: reopening it through /proc/self/fd is an open).
+			out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Notify,
+				Args: []*configs.Arg{{Index: idx, Value: unix.O_PATH, ValueTwo: 0, Op: configs.MaskEqualTo}}})
+			out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Allow,
+				Args: []*configs.Arg{{Index: idx, Value: mask | unix.O_PATH, ValueTwo: unix.O_PATH, Op: configs.MaskEqualTo}}})
+			continue
+		}
+		out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Allow,
+			Args: []*configs.Arg{{Index: idx, Value: mask, ValueTwo: 0, Op: configs.MaskEqualTo}}})
+	}
+	return &out
+}
+
+// fdMetaRiskyMode are the mode bits whose fchmod is still notified in the
+// default mode: execute (a hook made runnable), setuid and setgid (the
+// broker refuses them), and write for group and others (a file others
+// may then change). A mode with none of them only takes rights away or
+// gives the owner read or write, which the broker's refusal of every
+// writable open of a protected path already makes moot.
+const fdMetaRiskyMode = 0o7133
+
+// fdMetaFastPath returns, for the calls that change the metadata of the
+// file behind a descriptor, the rules that keep them in the kernel in the
+// default mode (strict_deny notifies them all). tar makes three of them
+// per file it extracts (fchown, fchmod, futimens on the descriptor the
+// broker just installed for its create): each a round trip of its own,
+// they made untar three to four times as slow as the create alone. They
+// need no decision:
+//   - a protected path that exists at start is a read-only mount, so the
+//     kernel refuses each of them on a descriptor of it (EROFS), and a
+//     denied one is masked (its cover is read-only too);
+//   - every writable open of a protected or denied path is brokered and
+//     refused, so no descriptor the command holds was opened writable on
+//     one, and the broker refuses to link, rename or move one into reach;
+//   - fchown without CAP_CHOWN (the command has no capability) changes no
+//     owner, and a group only to one of the caller's own;
+//   - an fchmod whose mode has an execute, setid or group/other write bit
+//     is still notified (fdMetaRiskyMode), and so are fsetxattr and
+//     fremovexattr (a POSIX ACL written as an attribute can grant execute).
+//
+// What remains (docs/performance.md, "The descriptor fast path"): on a
+// protected file that no read-only mount covers (a protect pattern's
+// match, a file the host created or renamed over a protected path
+// mid-run), opened for reading, the command may change the times, give
+// the group to another of its own groups, and take mode bits away or add
+// the owner's read or write bit.
+func fdMetaFastPath(name string) ([]*configs.Syscall, bool) {
+	switch name {
+	case "fchown":
+		return []*configs.Syscall{{Name: name, Action: configs.Allow}}, true
+	case "utimensat", "futimesat":
+		// A NULL path acts on the descriptor (futimens); a path is brokered.
+		return []*configs.Syscall{
+			{Name: name, Action: configs.Notify, Args: []*configs.Arg{{Index: 1, Value: 0, Op: configs.NotEqualTo}}},
+			{Name: name, Action: configs.Allow, Args: []*configs.Arg{{Index: 1, Value: 0, Op: configs.EqualTo}}},
+		}, true
+	case "fchmod":
+		var rules []*configs.Syscall
+		for bit := uint64(1); bit <= fdMetaRiskyMode; bit <<= 1 {
+			if bit&fdMetaRiskyMode != 0 {
+				rules = append(rules, &configs.Syscall{Name: name, Action: configs.Notify,
+					Args: []*configs.Arg{{Index: 1, Value: bit, ValueTwo: bit, Op: configs.MaskEqualTo}}})
+			}
+		}
+		return append(rules, &configs.Syscall{Name: name, Action: configs.Allow,
+			Args: []*configs.Arg{{Index: 1, Value: fdMetaRiskyMode, ValueTwo: 0, Op: configs.MaskEqualTo}}}), true
+	}
+	return nil, false
+}
+
+// brokerPolicy refuses changes to the sandbox's deny and protect paths
+// (and what lies below them), at every sandbox path of the same host file.
+type brokerPolicy struct {
+	rules []brokerRule
+}
+
+// brokerRule is one entry, compiled: the broker decides every create,
+// remove and rename against each (34 with the default workspace profile),
+// so matching allocates nothing.
+type brokerRule struct {
+	kind, path string
+	match      spec.Rule
+	text       string // what Refuse returns: kind + " " + path
+	lead       string // the path, or a pattern's literal prefix (Leads)
+}
+
+func newBrokerRule(kind, path string) brokerRule {
+	return brokerRule{kind: kind, path: path, match: spec.CompileRule(path), text: kind + " " + path, lead: spec.LiteralPrefix(path)}
+}
+
+func newBrokerPolicy(sb *spec.Sandbox) brokerPolicy {
+	return aliasedBrokerPolicy(spec.WithAliases(sb))
+}
+
+// policy is the broker's policy of run: from the sandbox its plan worked
+// the aliases out for (spec.Plan.Aliased), so that they are worked out
+// once a run (each time reads every entry's links and the git configs).
+func (run *linuxRun) policy() brokerPolicy {
+	if run.specPlan != nil && run.specPlan.Aliased != nil {
+		return aliasedBrokerPolicy(run.specPlan.Aliased)
+	}
+	return newBrokerPolicy(run.eff)
+}
+
+// aliasedBrokerPolicy is newBrokerPolicy of a sandbox WithAliases made.
+func aliasedBrokerPolicy(sb *spec.Sandbox) brokerPolicy {
+	var p brokerPolicy
+	for _, d := range sb.Deny {
+		p.rules = append(p.rules, newBrokerRule("deny", d))
+	}
+	if sb.StrictDeny {
+		// The system's secrets are masked like deny paths; a host that
+		// renames over one (passwd rewrites /etc/shadow so) lifts the mask.
+		for _, d := range spec.SystemSecrets(sb) {
+			p.rules = append(p.rules, newBrokerRule("deny", d))
+		}
+	}
+	for _, d := range sb.Protect {
+		p.rules = append(p.rules, newBrokerRule("protect", d))
+	}
+	return p
+}
+
+// Refuse returns "deny PATH" or "protect PATH" for the entry that forbids
+// changing path.
+func (p brokerPolicy) Refuse(path string) string {
+	for i := range p.rules {
+		if p.rules[i].match.MatchUnder(path) {
+			return p.rules[i].text
+		}
+	}
+	return ""
+}
+
+// Leads returns "deny PATH" or "protect PATH" for the entry whose path (a
+// pattern's literal prefix) lies strictly below p: a symlink at p would
+// send the host's later writes there elsewhere (see broker.LeadPolicy).
+func (p brokerPolicy) Leads(path string) string {
+	under := strings.TrimSuffix(path, "/") + "/"
+	for i := range p.rules {
+		if strings.HasPrefix(p.rules[i].lead, under) {
+			return p.rules[i].text
+		}
+	}
+	return ""
+}
+
+// RefuseRead returns "deny PATH" for the deny entry that forbids reading
+// path: protected paths stay readable.
+func (p brokerPolicy) RefuseRead(path string) string {
+	for i := range p.rules {
+		if p.rules[i].kind == "deny" && p.rules[i].match.MatchUnder(path) {
+			return p.rules[i].text
+		}
+	}
+	return ""
+}
+
+// brokerCreds are the ids the broker acts with: a root run's command's
+// own (with no capabilities, as the command); a rootless run acts as the
+// caller, who is the command on the host.
+func (run *linuxRun) brokerCreds() broker.Creds {
+	if run.r.rootless || run.oci.Process == nil {
+		return broker.Creds{}
+	}
+	u := run.oci.Process.User
+	c := broker.Creds{Set: true, UID: int(u.UID), GID: int(u.GID)}
+	for _, g := range u.AdditionalGids {
+		c.Groups = append(c.Groups, int(g))
+	}
+	return c
+}
+
+// brokerLink is cordon's end of the socket the sandbox's init sends its
+// seccomp listener over, and the broker once it arrived.
+type brokerLink struct {
+	mine, theirs *os.File
+	mu           sync.Mutex
+	b            *broker.Broker
+	denials      []broker.Denial
+	serving      atomic.Bool // serve was called: done will be closed
+	done         chan struct{}
+	err          error
+}
+
+func newBrokerLink() (*brokerLink, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("broker socket: %w", err)
+	}
+	return &brokerLink{mine: os.NewFile(uintptr(fds[0]), "broker"), theirs: os.NewFile(uintptr(fds[1]), "broker-init"), done: make(chan struct{})}, nil
+}
+
+// serve waits for the listener on conn (l.mine, or a session's control
+// socket) and serves it with policy p. It ends when the init closed its end
+// without sending one (it failed; it reports why).
+func (l *brokerLink) serve(conn *os.File, p broker.Policy, c broker.Creds) {
+	l.serving.Store(true)
+	defer close(l.done)
+	fd, err := recvListener(conn)
+	if l.mine != nil {
+		l.mine.Close()
+	}
+	if err != nil {
+		l.err = err
+		return
+	}
+	l.mu.Lock()
+	l.b = broker.Start(fd, p, c)
+	l.mu.Unlock()
+}
+
+// stop ends the broker (the sandbox is gone) and returns its denials. It
+// may be called again: the later calls return the same denials.
+func (l *brokerLink) stop() []broker.Denial {
+	if l.theirs != nil {
+		l.theirs.Close()
+	}
+	if !l.serving.Load() {
+		return nil
+	}
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.b != nil {
+		l.b.Stop()
+		l.denials = l.b.Denials()
+		l.b = nil
+	}
+	return l.denials
+}
+
+// recvListener reads the one byte "L" and the descriptor the init sends.
+func recvListener(f *os.File) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return -1, fmt.Errorf("broker: %w", err)
+	}
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4))
+	var n, oobn int
+	var rerr error
+	err = rc.Read(func(fd uintptr) bool {
+		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		return rerr != unix.EAGAIN && rerr != unix.EINTR
+	})
+	if err == nil {
+		err = rerr
+	}
+	{
+		if err != nil {
+			return -1, fmt.Errorf("broker: %w", err)
+		}
+		if n != 1 || buf[0] != 'L' {
+			return -1, errors.New("broker: the init sent no seccomp listener")
+		}
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil || len(msgs) != 1 {
+			return -1, errors.New("broker: no descriptor with the listener message")
+		}
+		fds, err := unix.ParseUnixRights(&msgs[0])
+		if err != nil || len(fds) != 1 {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+			return -1, errors.New("broker: no descriptor with the listener message")
+		}
+		return fds[0], nil
+	}
+}
+
+// brokerDenials explains a failure by the broker's own record of what it
+// refused: the exact path, whatever the command printed (or did not).
+func brokerDenials(d []broker.Denial) runner.Explainer {
+	return func(_ runner.Outcome, res *runner.Result) bool {
+		if len(d) == 0 {
+			return false
+		}
+		first := d[0]
+		what := "may read it but never create, change, rename or remove it"
+		switch {
+		case strings.HasPrefix(first.Rule, "deny "):
+			what = "may never read, create, change, rename or remove it"
+		case first.Rule == broker.Busy:
+			what = "may try again once the other process lets go of the directory's lock"
+		}
+		detail := fmt.Sprintf("%s of %s was refused by the sandbox's %s: the command %s", first.Op, first.Path, first.Rule, what)
+		if n := len(d) - 1; n > 0 {
+			detail += fmt.Sprintf(" (and %d more refused", n)
+			if n > 1 {
+				detail += " calls)"
+			} else {
+				detail += " call)"
+			}
+		}
+		*res = runner.Denied(*res, runner.Denial{Path: first.Path, Detail: detail})
+		return true
+	}
+}
