@@ -100,6 +100,17 @@ func TestBundleRootlessRunc(t *testing.T) {
 			if err != nil || int(fi.Sys().(*syscall.Stat_t).Uid) != uid {
 				t.Fatalf("the workspace write did not land as uid %d: %v", uid, err)
 			}
+			// A bundle refused at export (a limit this user's cgroups cannot
+			// carry) leaves nothing: not the folder, nor a parent it made.
+			refused := filepath.Join(home, fmt.Sprintf("refused-%d", time.Now().UnixNano()))
+			t.Cleanup(func() { _ = os.RemoveAll(refused) })
+			r = u.run(t, "", "bundle", filepath.Join(refused, "b"), "--memory", "64MiB", "--", "true")
+			if r.code == 0 {
+				t.Fatalf("a rootless bundle with a memory limit on this host was written: %s", r.stderr)
+			}
+			if _, err := os.Lstat(refused); err == nil {
+				t.Errorf("the refused bundle left %s behind (%s)", refused, r.stderr)
+			}
 		})
 	}
 }

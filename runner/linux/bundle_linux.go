@@ -59,10 +59,18 @@ type Bundle struct {
 // runtime names the cgroup after the container), plain read-only binds
 // for files (crun refuses "rro" on a file), and nothing written outside
 // dir: the missing deny and protect paths are listed (Unguarded).
-func WriteBundle(dir string, sb *spec.Sandbox, args []string) (*Bundle, error) {
-	if err := emptyDir(dir); err != nil {
+func WriteBundle(dir string, sb *spec.Sandbox, args []string) (b *Bundle, err error) {
+	made, err := emptyDir(dir)
+	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		// A bundle that could not be written leaves nothing: what this
+		// call made (dir and the parents it had to make) goes again.
+		if err != nil && made != "" {
+			err = errors.Join(err, os.RemoveAll(made))
+		}
+	}()
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -86,7 +94,7 @@ func WriteBundle(dir string, sb *spec.Sandbox, args []string) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bundle{Dir: abs, OnlyCordon: slices.Clone(onlyCordonRun)}
+	b = &Bundle{Dir: abs, OnlyCordon: slices.Clone(onlyCordonRun)}
 	for _, u := range enf.UnenforcedDetails() {
 		b.OnlyCordon = append(b.OnlyCordon, "not enforced by cordon either: "+u)
 	}
@@ -198,17 +206,29 @@ func bundleMounts(s *specs.Spec, rootfs string) error {
 	return nil
 }
 
-// emptyDir makes dir, or checks that it is an empty directory.
-func emptyDir(dir string) error {
+// emptyDir makes dir, or checks that it is an empty directory. made is
+// the topmost directory it created ("" when dir was there already).
+func emptyDir(dir string) (made string, err error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return os.MkdirAll(dir, 0o755)
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", err
+		}
+		made = abs
+		for p := filepath.Dir(abs); p != made; p = filepath.Dir(p) {
+			if _, err := os.Lstat(p); err == nil {
+				break
+			}
+			made = p
+		}
+		return made, os.MkdirAll(abs, 0o755)
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	if len(entries) > 0 {
-		return fmt.Errorf("%s is not empty; give a new or empty directory", dir)
+		return "", fmt.Errorf("%s is not empty; give a new or empty directory", dir)
 	}
-	return nil
+	return "", nil
 }
