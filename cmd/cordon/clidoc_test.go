@@ -72,7 +72,7 @@ func TestCLIDoc(t *testing.T) {
 // with usage (not another command's usage that it shows too).
 func helpFlags(help, usage string) []string {
 	var flags []string
-	listed := regexp.MustCompile(`^  -([a-z][a-z0-9-]*)`)
+	listed := regexp.MustCompile(`^  --?([a-z][a-z0-9-]*)`)
 	inUsage := regexp.MustCompile(`\[--?([a-z][a-z0-9-]*)`)
 	for _, line := range strings.Split(help, "\n") {
 		if m := listed.FindStringSubmatch(line); m != nil {

@@ -57,7 +57,7 @@ _cordon() {
 		fi ;;
 	esac
 	if [[ $cur == -* ]]; then
-		COMPREPLY=($(compgen -W "$(cordon "${COMP_WORDS[1]}" -h 2>&1 | sed -n 's/^  -\([a-z][a-z-]*\).*/--\1/p')" -- "$cur"))
+		COMPREPLY=($(compgen -W "$(cordon "${COMP_WORDS[1]}" -h 2>&1 | sed -n 's/^  --\{0,1\}\([a-z][a-z-]*\).*/--\1/p')" -- "$cur"))
 		return
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))
@@ -74,7 +74,7 @@ autoload -U +X bashcompinit && bashcompinit
 const fishCompletion = `# fish completion for cordon (cordon completion fish)
 function __cordon_flags
 	set -l cmd (commandline -opc)
-	cordon $cmd[2] -h 2>&1 | string match -r '^  -[a-z][a-z-]*' | string replace -r '^  -' ''
+	cordon $cmd[2] -h 2>&1 | string match -r '^  --?[a-z][a-z-]*' | string replace -r '^  --?' ''
 end
 complete -c cordon -f -n '__fish_use_subcommand' -a '%[1]s'
 complete -c cordon -f -n '__fish_seen_subcommand_from help completion' -a '%[1]s bash zsh fish'

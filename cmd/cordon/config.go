@@ -204,7 +204,32 @@ func newFlagSet(name, usage string) *flag.FlagSet {
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: cordon %s %s\n\nflags:\n", name, usage)
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	return fs
+}
+
+// printFlags is flag.PrintDefaults with each flag as it is usually
+// typed: --name, and -x for a one-letter flag (the flag package takes
+// one dash or two for either).
+func printFlags(fs *flag.FlagSet) {
+	w := fs.Output()
+	fs.VisitAll(func(f *flag.Flag) {
+		dash := "--"
+		if len(f.Name) == 1 {
+			dash = "-"
+		}
+		arg, text := flag.UnquoteUsage(f)
+		line := "  " + dash + f.Name
+		if arg != "" && !strings.HasPrefix(text, "the same as ") {
+			line += " " + arg
+		}
+		text = strings.ReplaceAll(text, "\n", "\n    \t")
+		switch f.DefValue {
+		case "", "false", "0", "[]":
+		default:
+			text += fmt.Sprintf(" (default %q)", f.DefValue)
+		}
+		fmt.Fprintf(w, "%s\n    \t%s\n", line, text)
+	})
 }
