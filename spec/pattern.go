@@ -211,6 +211,11 @@ type Rule struct {
 	// need are the literal components after the literal prefix: a path
 	// without each of them among its components cannot match.
 	need []string
+	// needSub are the longest literal runs of the pattern components
+	// ("*.pem" gives ".pem"): a matching component holds its run, so a
+	// path that does not contain it cannot match (a test of a few bytes
+	// against path.Match for each component at each "**" depth).
+	needSub []string
 }
 
 // CompileRule prepares the entry rule (a path or a pattern).
@@ -227,6 +232,9 @@ func CompileRule(rule string) Rule {
 		r.lit = append(r.lit, lit)
 		if lit && i >= prefix {
 			r.need = append(r.need, c)
+		}
+		if run := literalRun(c); !lit && run != "" {
+			r.needSub = append(r.needSub, run)
 		}
 	}
 	r.under = strings.TrimSuffix(literalPrefix(rule), "/") + "/"
@@ -249,8 +257,32 @@ func (r Rule) MatchUnder(p string) bool {
 			return false
 		}
 	}
+	for _, sub := range r.needSub {
+		if !strings.Contains(p, sub) {
+			return false
+		}
+	}
 	var buf [32]string
 	return r.matchFrom(0, appendComps(buf[:0], p))
+}
+
+// literalRun returns the longest run of c, a pattern component, that
+// every name it matches holds as it is: "" when c has a class or an
+// escape (whose bytes are not literal), or no run of two bytes or more.
+func literalRun(c string) string {
+	if strings.ContainsAny(c, `[\`) {
+		return ""
+	}
+	best := ""
+	for _, run := range strings.FieldsFunc(c, func(r rune) bool { return r == '*' || r == '?' }) {
+		if len(run) > len(best) {
+			best = run
+		}
+	}
+	if len(best) < 2 {
+		return ""
+	}
+	return best
 }
 
 // hasComp reports whether c is one of the components of p.

@@ -95,7 +95,7 @@ func TestCompiledRuleMatchesMatchUnder(t *testing.T) {
 	rules := []string{
 		"/w/**/.git/hooks", "/w/**/*.pem", "/w/**/.git/modules/**/config", "/w/**/.git/worktrees/*/commondir",
 		"/w/.env", "/w/.git", "/w/.git/hooks", "/", "/w/", "/w/a*/b", "/w/[ab]/c", "/w/?", "/w/x/**",
-		`/w/**/a\b`, "/w/**/.git/**", "/w/**/x/**/x",
+		`/w/**/a\b`, "/w/**/.git/**", "/w/**/x/**/x", "/w/**/*.code-workspace", "/w/**/x?y*zz.txt", "/w/*/*.pem",
 	}
 	paths := []string{
 		"/", "/w", "/w/", "/wx", "/w/.git", "/w/.git/hooks", "/w/.git/hooks/pre-commit", "/w/a/b/.git/hooks/x",
@@ -104,6 +104,8 @@ func TestCompiledRuleMatchesMatchUnder(t *testing.T) {
 		"/w/.env", "/w/.envx", "/w/ab/b", "/w/a/c", "/w/c/c", "/w/z", "/w/zz", "/w/x", "/w/x/y/z",
 		"/w//a.pem", "/w/ab", `/w/a\b`, "/w/q/ab", "/w/x/x", "/w/xx/x", "/w/x/a/x/b", "/w/.gitx/hooks", "/w/a.git/hooks",
 		"/w/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y/z/1/2/3/4/5/6/7/8/.git/hooks",
+		"/w/a/b.code-workspace", "/w/a.code-workspace/x", "/w/.code-workspace", "/w/code-workspace", "/w/q/xAyBzz.txt",
+		"/w/q/xyzz.txt", "/w/q/xAyzz.txt/in", "/w/k/.pem", "/w/k/l/a.pem",
 	}
 	for _, r := range rules {
 		c := CompileRule(r)
