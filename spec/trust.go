@@ -226,9 +226,10 @@ func Revoke(path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var keep []string
+	var keep, gone []string
 	for _, l := range lines {
-		if _, p, ok := strings.Cut(l, "\t"); ok && p == abs {
+		if d, p, ok := strings.Cut(l, "\t"); ok && p == abs {
+			gone = append(gone, d)
 			continue
 		}
 		keep = append(keep, l)
@@ -254,7 +255,17 @@ func Revoke(path string) (int, error) {
 	if err := tmp.Close(); err != nil {
 		return 0, err
 	}
-	return n, os.Rename(tmp.Name(), store)
+	if err := os.Rename(tmp.Name(), store); err != nil {
+		return 0, err
+	}
+	// The copies kept for "changed since you trusted it" go with the last
+	// record that names their content.
+	for _, d := range gone {
+		if !slices.ContainsFunc(keep, func(l string) bool { return strings.HasPrefix(l, d+"\t") }) && !strings.ContainsAny(d, "/\x00") && d != "" {
+			_ = os.Remove(filepath.Join(TrustCopiesDir(), d))
+		}
+	}
+	return n, nil
 }
 
 // readTrustStore returns the store's lines; none when it does not exist.

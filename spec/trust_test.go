@@ -137,3 +137,43 @@ func TestPlantedFIFOConfigNeverBlocks(t *testing.T) {
 		t.Error("LoadWorker read a FIFO")
 	}
 }
+
+// TestRevokeRemovesTrustedCopies: cordon trust --revoke leaves nothing of
+// the config behind: the copies kept for "changed since you trusted it"
+// go with the last record naming their content, and a copy another
+// trusted config still names stays.
+func TestRevokeRemovesTrustedCopies(t *testing.T) {
+	t.Setenv("CORDON_TRUST_FILE", filepath.Join(t.TempDir(), "trusted"))
+	a, b := filepath.Join(t.TempDir(), ProjectConfigName), filepath.Join(t.TempDir(), ProjectConfigName)
+	for _, p := range []string{a, b} {
+		if err := os.WriteFile(p, []byte("sandbox:\n  root: .\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := Trust(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copies := func() []string {
+		entries, _ := os.ReadDir(TrustCopiesDir())
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	if len(copies()) != 1 {
+		t.Fatalf("two trusted configs of one content: copies %v, want one", copies())
+	}
+	if n, err := Revoke(a); n != 1 || err != nil {
+		t.Fatalf("Revoke(a) = %d, %v", n, err)
+	}
+	if len(copies()) != 1 {
+		t.Fatalf("b still names the content: copies %v, want it kept", copies())
+	}
+	if n, err := Revoke(b); n != 1 || err != nil {
+		t.Fatalf("Revoke(b) = %d, %v", n, err)
+	}
+	if left := copies(); len(left) != 0 {
+		t.Errorf("revoked every trust: copies %v left", left)
+	}
+}
