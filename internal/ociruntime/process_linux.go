@@ -11,7 +11,8 @@ import (
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runtime-spec/specs-go"
-	"golang.org/x/sys/unix"
+
+	cordonrunner "github.com/cordon-run/cordon/runner/linux"
 )
 
 // specConfig is the bundle's spec file.
@@ -54,55 +55,21 @@ func validateProcessSpec(p *specs.Process) error {
 }
 
 // newProcess converts a spec process to libcontainer's, as runc's
-// newProcess does (there is no exported converter).
+// newProcess does: cordon run's converter, plus what runc sets that
+// cordon's own specs never do (scheduler, I/O priority, CPU affinity).
 func newProcess(p *specs.Process) (*libcontainer.Process, error) {
-	lp := &libcontainer.Process{
-		Args:            p.Args,
-		Env:             p.Env,
-		UID:             int(p.User.UID),
-		GID:             int(p.User.GID),
-		Cwd:             p.Cwd,
-		Label:           p.SelinuxLabel,
-		NoNewPrivileges: &p.NoNewPrivileges,
-		AppArmorProfile: p.ApparmorProfile,
-		Scheduler:       p.Scheduler,
-		IOPriority:      p.IOPriority,
+	lp, err := cordonrunner.NewProcess(p)
+	if err != nil {
+		return nil, err
 	}
-	if p.ConsoleSize != nil {
-		lp.ConsoleWidth = uint16(p.ConsoleSize.Width)
-		lp.ConsoleHeight = uint16(p.ConsoleSize.Height)
-	}
-	if c := p.Capabilities; c != nil {
-		lp.Capabilities = &configs.Capabilities{
-			Bounding: c.Bounding, Effective: c.Effective, Inheritable: c.Inheritable,
-			Permitted: c.Permitted, Ambient: c.Ambient,
-		}
-	}
-	for _, g := range p.User.AdditionalGids {
-		lp.AdditionalGroups = append(lp.AdditionalGroups, int(g))
-	}
-	for _, r := range p.Rlimits {
-		t, ok := rlimits[r.Type]
-		if !ok {
-			return nil, fmt.Errorf("wrong rlimit value: %s", r.Type)
-		}
-		lp.Rlimits = append(lp.Rlimits, configs.Rlimit{Type: t, Hard: r.Hard, Soft: r.Soft})
-	}
+	lp.Scheduler = p.Scheduler
+	lp.IOPriority = p.IOPriority
 	aff, err := configs.ConvertCPUAffinity(p.ExecCPUAffinity)
 	if err != nil {
 		return nil, err
 	}
 	lp.CPUAffinity = aff
 	return lp, nil
-}
-
-var rlimits = map[string]int{
-	"RLIMIT_CPU": unix.RLIMIT_CPU, "RLIMIT_FSIZE": unix.RLIMIT_FSIZE, "RLIMIT_DATA": unix.RLIMIT_DATA,
-	"RLIMIT_STACK": unix.RLIMIT_STACK, "RLIMIT_CORE": unix.RLIMIT_CORE, "RLIMIT_RSS": unix.RLIMIT_RSS,
-	"RLIMIT_NPROC": unix.RLIMIT_NPROC, "RLIMIT_NOFILE": unix.RLIMIT_NOFILE, "RLIMIT_MEMLOCK": unix.RLIMIT_MEMLOCK,
-	"RLIMIT_AS": unix.RLIMIT_AS, "RLIMIT_LOCKS": unix.RLIMIT_LOCKS, "RLIMIT_SIGPENDING": unix.RLIMIT_SIGPENDING,
-	"RLIMIT_MSGQUEUE": unix.RLIMIT_MSGQUEUE, "RLIMIT_NICE": unix.RLIMIT_NICE, "RLIMIT_RTPRIO": unix.RLIMIT_RTPRIO,
-	"RLIMIT_RTTIME": unix.RLIMIT_RTTIME,
 }
 
 // createPidFile writes the process's PID atomically (create, then

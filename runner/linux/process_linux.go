@@ -31,9 +31,10 @@ func handOverLoaderEnv(env []string) []string {
 // loaderEnvPrefix must match CORDON_ENV_PREFIX in sandboxinit_linux.c.
 const loaderEnvPrefix = "_CORDON_ENV_"
 
-// newProcess converts an OCI process to a libcontainer one. libcontainer
-// exports no such converter; this mirrors runc's own (utils_linux.go).
-func newProcess(p *specs.Process) (*libcontainer.Process, error) {
+// NewProcess converts an OCI process to a libcontainer one. libcontainer
+// exports no such converter; this mirrors runc's own (utils_linux.go) for
+// what cordon's specs set; cordon-oci (internal/ociruntime) adds the rest.
+func NewProcess(p *specs.Process) (*libcontainer.Process, error) {
 	if p == nil {
 		return nil, errors.New("spec has no process")
 	}

@@ -13,7 +13,7 @@ import (
 // TestNewProcess converts an OCI process field by field, and refuses what
 // it cannot express.
 func TestNewProcess(t *testing.T) {
-	if _, err := newProcess(nil); err == nil {
+	if _, err := NewProcess(nil); err == nil {
 		t.Error("a spec without a process was accepted")
 	}
 	p := &specs.Process{
@@ -31,7 +31,7 @@ func TestNewProcess(t *testing.T) {
 			{Type: "RLIMIT_FSIZE", Hard: 1 << 20, Soft: 1 << 20},
 		},
 	}
-	lp, err := newProcess(p)
+	lp, err := NewProcess(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestNewProcess(t *testing.T) {
 	}
 
 	p.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_BOGUS"}}
-	if _, err := newProcess(p); err == nil {
+	if _, err := NewProcess(p); err == nil {
 		t.Error("an unknown rlimit was accepted")
 	}
 }

@@ -147,7 +147,7 @@ func (s *linuxSession) start(ctx context.Context, req runner.SessionRequest) err
 // steps, runs the started steps, and waits until it is ready.
 func (s *linuxSession) launch(ctx context.Context) error {
 	run := s.run
-	lp, err := newProcess(run.oci.Process)
+	lp, err := NewProcess(run.oci.Process)
 	if err != nil {
 		return fmt.Errorf("%w: %w", runner.ErrSetup, err)
 	}

@@ -273,7 +273,7 @@ func (run *linuxRun) create() error {
 // the filter and executes the command, with the liveness pipe whose EOF
 // tells it cordon died and the status pipe it reports its own failures on.
 func (run *linuxRun) process() error {
-	lp, err := newProcess(run.oci.Process)
+	lp, err := NewProcess(run.oci.Process)
 	if err != nil {
 		return err
 	}
