@@ -81,6 +81,9 @@ fuzz: ## run each fuzz target for FUZZTIME (60s) each
 	$(GO) test -tags '$(TAGS)' ./runner/linux/internal/pid1/ -run '^$$' -fuzz FuzzDecodeStatus -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/session/ -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/session/ -run '^$$' -fuzz FuzzReadResponse -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/netguard/ -run '^$$' -fuzz FuzzRequestHead -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/netguard/ -run '^$$' -fuzz FuzzDNSAnswer -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/netguard/ -run '^$$' -fuzz FuzzServerName -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 
 bench: deps build ## compare cordon with bwrap and runc side by side (hack/bench)
 	bash hack/bench
