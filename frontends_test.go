@@ -24,7 +24,7 @@ func TestFrontEndsImportNoBackend(t *testing.T) {
 		"github.com/cordon-run/cordon/internal/attach",
 		"github.com/opencontainers/runc",
 	}
-	for _, dir := range []string{"cmd/cordon", "internal/mcpserver", "internal/session"} {
+	for _, dir := range []string{"cmd/cordon", "cmd/cordon/internal/mcpserver", "internal/session"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no Go files in %s: %v", dir, err)

@@ -29,7 +29,7 @@ go test -c -tags seccomp -o "$work/runner.test" ./runner/linux/
 go test -c -o "$work/hostfile.test" ./internal/hostfile/
 go test -c -tags seccomp -o "$work/cordon.test" .
 go test -c -o "$work/netguard.test" ./internal/netguard/
-go test -c -tags seccomp -o "$work/mcpserver.test" ./internal/mcpserver/
+go test -c -tags seccomp -o "$work/mcpserver.test" ./cmd/cordon/internal/mcpserver/
 go test -c -o "$work/mounts.test" ./mounts/
 go test -c -o "$work/xlock.test" ./internal/xlock/
 go test -c -tags seccomp -o "$work/ociruntime.test" ./internal/ociruntime/

@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cordon-run/cordon/internal/mcpserver"
+	"github.com/cordon-run/cordon/cmd/cordon/internal/mcpserver"
 	"github.com/cordon-run/cordon/internal/testenv"
 	"github.com/cordon-run/cordon/spec"
 )

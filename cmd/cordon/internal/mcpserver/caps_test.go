@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cordon-run/cordon/internal/mcpserver"
+	"github.com/cordon-run/cordon/cmd/cordon/internal/mcpserver"
 	"github.com/cordon-run/cordon/spec"
 )
 
