@@ -52,11 +52,10 @@ func TestFrontEndsImportNoBackend(t *testing.T) {
 // TestOnlyTheRootImportsTheLinuxBackend: runner/linux has no compatibility
 // promise, so outside its own directory only the composition root (this
 // package) imports it, and, below it, the OCI runtime, which reuses the
-// backend's broker policy, and testenv, which asks its doctor whether
-// tests can start sandboxes. Tests may import it.
+// backend's broker policy. Tests may import it.
 func TestOnlyTheRootImportsTheLinuxBackend(t *testing.T) {
 	const backend = "github.com/cordon-run/cordon/runner/linux"
-	allowed := map[string]bool{".": true, "runner/linux": true, "internal/ociruntime": true, "internal/testenv": true}
+	allowed := map[string]bool{".": true, "runner/linux": true, "internal/ociruntime": true}
 	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || allowed[filepath.Dir(p)] {
 			return err
@@ -68,6 +67,36 @@ func TestOnlyTheRootImportsTheLinuxBackend(t *testing.T) {
 		for _, imp := range af.Imports {
 			if path, _ := strconv.Unquote(imp.Path.Value); path == backend || strings.HasPrefix(path, backend+"/") {
 				t.Errorf("%s imports %s; only the root package wires the Linux backend", p, path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInternalImportsNothingAbove: the packages under internal/ are the
+// leaves the root, the runner and its backend build on, so none of them
+// imports the root package or anything under runner/ (an import back up
+// would make the house a loop of floors). Tests may.
+func TestInternalImportsNothingAbove(t *testing.T) {
+	const module = "github.com/cordon-run/cordon"
+	// The OCI runtime reuses the backend's broker policy, and the session
+	// server is a front end (issue 24 moves both).
+	exempt := map[string]bool{"internal/ociruntime": true, "internal/session": true}
+	err := filepath.WalkDir("internal", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || exempt[filepath.Dir(p)] {
+			return err
+		}
+		af, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range af.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if path == module || path == module+"/runner" || strings.HasPrefix(path, module+"/runner/") {
+				t.Errorf("%s imports %s; internal/ holds leaves below the root and the runner", p, path)
 			}
 		}
 		return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cordon-run/cordon/internal/overlay"
+	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/runner"
 )
 
@@ -113,12 +114,12 @@ func (s *Sandbox) Run(ctx context.Context, args []string, opts ...RunOption) (Re
 		res.OverlayChanged, res.OverlayChanges = overlayPaths(c.ov)
 	}
 	if err != nil {
-		if aerr := run.Finish(setupResult(err)); aerr != nil {
+		if aerr := run.Finish(auditOutcome(setupResult(err))); aerr != nil {
 			err = errors.Join(err, aerr)
 		}
 		return setupResult(err), err
 	}
-	if err := run.Finish(res); err != nil {
+	if err := run.Finish(auditOutcome(res)); err != nil {
 		return res, notRecorded(res, err)
 	}
 	return res, nil
@@ -128,6 +129,13 @@ func (s *Sandbox) Run(ctx context.Context, args []string, opts ...RunOption) (Re
 // audit log could not take.
 func notRecorded(res Result, err error) error {
 	return fmt.Errorf("the command ran (exit %d) but %w: %w", res.ExitCode, ErrNotRecorded, err)
+}
+
+// auditOutcome is what the audit log records of res.
+func auditOutcome(res Result) audit.Outcome {
+	return audit.Outcome{ExitCode: res.ExitCode, FailureType: string(res.FailureType), FailureDetail: res.FailureDetail,
+		BlockedPath: res.BlockedPath, Signal: res.Signal, DurationMS: res.DurationMS,
+		SandboxDenied: res.FailureType == runner.FailureSandboxDenied, Network: res.Network}
 }
 
 func setupResult(err error) Result {

@@ -148,7 +148,7 @@ func (s *Session) Exec(ctx context.Context, args []string, opts ...RunOption) (R
 		Timeout: c.req.Timeout, Detach: c.detach, Signals: c.signals, TTY: c.req.TTY, TermSize: c.req.TermSize,
 		TypeAhead: c.req.TypeAhead, Memory: c.memory,
 	})
-	if aerr := run.Finish(res); aerr != nil {
+	if aerr := run.Finish(auditOutcome(res)); aerr != nil {
 		return res, errors.Join(err, notRecorded(res, aerr))
 	}
 	return res, err

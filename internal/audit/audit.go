@@ -15,7 +15,6 @@ import (
 	"github.com/cordon-run/cordon/internal/attach"
 	"github.com/cordon-run/cordon/internal/netguard/netevent"
 	"github.com/cordon-run/cordon/mounts"
-	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -229,6 +228,29 @@ func (l *Log) sandboxRecord(event string, sb *spec.Sandbox) (Record, error) {
 	return r, nil
 }
 
+// Policy is the query API's check of a path (the sandbox's *mounts.Table):
+// Finish asks it for the rule behind a blocked path.
+type Policy interface {
+	Check(path string, write bool) error
+}
+
+// Outcome is what Finish records of a run's result. The audit log takes it
+// as a value of its own, not the runner's Result, so that it stays a leaf
+// below the runner contract; the root package fills it from a Result.
+type Outcome struct {
+	ExitCode      int
+	FailureType   string
+	FailureDetail string
+	BlockedPath   string
+	Signal        string
+	DurationMS    int64
+	// SandboxDenied is true when the failure is a sandbox denial: Finish
+	// then records a runner denial naming the blocked path and its rule.
+	SandboxDenied bool
+	// Network is the network guard's decisions, one record each.
+	Network []netevent.Event
+}
+
 // Run is one run being recorded: Log.Start wrote its start record; Finish
 // writes its end.
 type Run struct {
@@ -237,7 +259,7 @@ type Run struct {
 	command []string
 	digest  string
 	lineage []string
-	policy  runner.Policy
+	policy  Policy
 	sb      *spec.Sandbox
 	start   time.Time
 }
@@ -247,7 +269,7 @@ type Run struct {
 // ErrWrite, and the caller must not start the command: cordon fails closed.
 // policy (the sandbox's *mounts.Table, or nil) names the rule of a runner
 // denial in Finish.
-func (l *Log) Start(sb *spec.Sandbox, args []string, policy runner.Policy) (*Run, error) {
+func (l *Log) Start(sb *spec.Sandbox, args []string, policy Policy) (*Run, error) {
 	r := &Run{log: l, id: newID(), command: append([]string(nil), args...), policy: policy, sb: sb, start: time.Now()}
 	// The digest only names the sandbox in records: a log that writes
 	// nowhere needs none (a warm session's exec would hash the whole
@@ -269,7 +291,7 @@ func (l *Log) Start(sb *spec.Sandbox, args []string, policy runner.Policy) (*Run
 // Finish records the run's result and duration and, when the sandbox
 // explains its failure, a runner denial with the blocked path and the rule.
 // A nil *Run does nothing.
-func (r *Run) Finish(res runner.Result) error {
+func (r *Run) Finish(res Outcome) error {
 	if r == nil {
 		return nil
 	}
@@ -278,9 +300,9 @@ func (r *Run) Finish(res runner.Result) error {
 		ms = time.Since(r.start).Milliseconds()
 	}
 	recs := []Record{{Event: EventRun, RunID: r.id, Command: r.command, Sandbox: r.digest, Lineage: r.lineage,
-		DurationMS: &ms, Result: &Result{ExitCode: res.ExitCode, FailureType: string(res.FailureType),
+		DurationMS: &ms, Result: &Result{ExitCode: res.ExitCode, FailureType: res.FailureType,
 			FailureDetail: res.FailureDetail, BlockedPath: res.BlockedPath, Signal: res.Signal}}}
-	if res.FailureType == runner.FailureSandboxDenied {
+	if res.SandboxDenied {
 		recs = append(recs, Record{Event: EventDenial, Source: SourceRunner, RunID: r.id, Command: r.command,
 			Sandbox: r.digest, Lineage: r.lineage, Path: res.BlockedPath, Rule: runnerRule(r.policy, r.sb, res),
 			Detail: res.FailureDetail})
@@ -303,7 +325,7 @@ func (r *Run) ID() string {
 
 // runnerRule names the rule behind a runner denial: the query API's rule for
 // the blocked path, or "network".
-func runnerRule(p runner.Policy, sb *spec.Sandbox, res runner.Result) string {
+func runnerRule(p Policy, sb *spec.Sandbox, res Outcome) string {
 	if res.BlockedPath == "" {
 		if sb != nil && !sb.Network.Enabled {
 			return "network"

@@ -19,7 +19,6 @@ import (
 	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/internal/netguard"
 	"github.com/cordon-run/cordon/mounts"
-	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/spec"
 )
 
@@ -222,7 +221,7 @@ func TestNilLogWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := run.Finish(runner.Result{}); err != nil {
+	if err := run.Finish(audit.Outcome{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Denied(nil, &spec.WideningError{Worker: "w", Rule: spec.RuleNetwork}); err != nil {
@@ -244,7 +243,7 @@ func TestRunRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = run.Finish(runner.Result{ExitCode: 2, FailureType: runner.FailureSandboxDenied, BlockedPath: "/usr/x",
+	err = run.Finish(audit.Outcome{ExitCode: 2, FailureType: "sandbox_denied", SandboxDenied: true, BlockedPath: "/usr/x",
 		FailureDetail: "cannot write /usr/x", DurationMS: 42})
 	if err != nil {
 		t.Fatal(err)
@@ -324,7 +323,7 @@ func TestFinishWritesNetworkDecisions(t *testing.T) {
 		{Proto: "dns", Host: "github.io", HostFrom: netguard.FromDNS, Port: 53, Decision: netguard.Deny, Reason: netguard.ReasonDNSRefused,
 			Detail: "DNS query for github.io is not in the allow list [github.com:443]"},
 	}
-	res := runner.Result{ExitCode: 6, FailureType: runner.FailureNetworkDenied, FailureDetail: evs[1].Detail, Network: evs}
+	res := audit.Outcome{ExitCode: 6, FailureType: "network_denied", FailureDetail: evs[1].Detail, Network: evs}
 	if err := run.Finish(res); err != nil {
 		t.Fatal(err)
 	}
