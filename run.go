@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/cordon-run/cordon/internal/overlay"
 	"github.com/cordon-run/cordon/internal/audit"
+	"github.com/cordon-run/cordon/internal/overlay"
 	"github.com/cordon-run/cordon/runner"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cordon-run/cordon"
-	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/cmd/cordon/internal/mcpserver"
+	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/internal/testenv"
 	"github.com/cordon-run/cordon/spec"
 )
