@@ -2,6 +2,7 @@ package linux
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -146,11 +147,11 @@ func (r *linuxRunner) run(ctx context.Context, req runner.Request, res runner.Re
 		}
 		return runUnsandboxed(ctx, req, run.res, table)
 	}
-	for _, s := range setupSteps {
-		if err := s.run(run); err != nil {
-			return run.setupFailed(err)
-		}
-		run.ph.mark(s.name)
+	if err := run.build(); err != nil {
+		return run.setupFailed(errors.Unwrap(err))
+	}
+	if err := run.steps(runSteps); err != nil {
+		return run.setupFailed(errors.Unwrap(err))
 	}
 	if res, ok := run.start(); !ok {
 		return res

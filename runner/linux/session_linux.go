@@ -124,20 +124,16 @@ func (s *linuxSession) start(ctx context.Context, req runner.SessionRequest) err
 	if r.rootless && !userNamespacesAvailable() {
 		return fmt.Errorf("%w: user namespaces are disabled on this host, so a rootless session cannot be built; run as root or enable them (sysctl user.max_user_namespaces)", runner.ErrUnenforceable)
 	}
-	// The cold run's set-up steps up to the container; the session's own
-	// process (the fork server) replaces the "process" and "stdio" steps.
-	for _, st := range setupSteps {
-		if st.name == "process" {
-			break
+	// The sandbox a cold run builds; the session's own process (the fork
+	// server) replaces the run's steps.
+	err = run.build()
+	s.unenforced = run.res.Unenforced
+	if err != nil {
+		var se *stepError
+		if errors.Is(err, runner.ErrSetup) || errors.Is(err, runner.ErrUnenforceable) || !errors.As(err, &se) {
+			return errors.Unwrap(err)
 		}
-		err := st.run(run)
-		s.unenforced = run.res.Unenforced
-		if err != nil {
-			if errors.Is(err, runner.ErrSetup) || errors.Is(err, runner.ErrUnenforceable) {
-				return err
-			}
-			return fmt.Errorf("%w: %s: %w", runner.ErrSetup, st.name, err)
-		}
+		return fmt.Errorf("%w: %s: %w", runner.ErrSetup, se.step, se.err)
 	}
 	s.id, s.eff, s.container = run.id, run.eff, run.container
 	return s.launch(ctx)
