@@ -128,16 +128,15 @@ func (run *linuxRun) preflight() error {
 // when the sandbox allows it, dropped (never widened) and reported.
 func (run *linuxRun) plan() error {
 	req, r := run.req, run.r
-	run.host = ProbeHost()
 	run.cwd = req.Dir
 	if run.cwd == "" {
 		run.cwd = req.Sandbox.Root
 	}
-	ro := runner.RunOptions(r.backend(), run.id, r.state.rootfs(run.id), run.host)
+	ro := runner.RunOptions(r.backend(), run.id, r.state.rootfs(run.id), r.facts)
 	if r.rootless {
-		ro.CgroupsPath = runner.RootlessCgroupsPath(req.Sandbox, run.id)
+		ro.CgroupsPath = runner.RootlessCgroupsPath(req.Sandbox, run.id, r.facts)
 	}
-	p, enf, err := runner.Plan(r.backend(), req.Sandbox, runner.Process(req.Args, run.cwd, req.TTY), ro)
+	p, enf, err := runner.Plan(r.backend(), req.Sandbox, runner.Process(req.Args, run.cwd, req.TTY), ro, r.facts)
 	run.res.Unenforced = enf.UnenforcedDetails()
 	if err != nil {
 		return err
@@ -147,7 +146,7 @@ func (run *linuxRun) plan() error {
 		// (the delegation changed between two looks): refuse rather than
 		// hand libcontainer limits it would not enforce.
 		return fmt.Errorf("%w: limits %s: no delegated cgroup for this run; %s",
-			runner.ErrUnenforceable, strings.Join(runner.LimitControllers(enf.Sandbox), ", "), runner.HostDelegation().Fix())
+			runner.ErrUnenforceable, strings.Join(runner.LimitControllers(enf.Sandbox), ", "), r.facts.RootlessDelegation().Fix())
 	}
 	for _, m := range run.res.Unenforced {
 		run.warn("WARNING: not enforced: %s", m)
@@ -206,7 +205,7 @@ func (run *linuxRun) delegatedCgroup() error {
 		return nil
 	}
 	if err := cgroup.PrepareDelegated(filepath.Dir(p), runner.LimitControllers(run.eff)); err != nil {
-		return fmt.Errorf("%w: %w; %s", runner.ErrUnenforceable, err, runner.HostDelegation().Fix())
+		return fmt.Errorf("%w: %w; %s", runner.ErrUnenforceable, err, run.r.facts.RootlessDelegation().Fix())
 	}
 	return nil
 }
