@@ -33,14 +33,15 @@ func Doctor() (caps, missing []Capability) {
 // would not enforce for the sandbox, and how a network allow list is
 // enforced here ("" when the sandbox has none).
 func (s *Sandbox) Enforcement() (enf Enforcement, network string) {
-	enf = runner.Enforce(runner.LocalBackend(), s.sb)
-	return enf, runner.NetworkEnforcement(enf.Backend, s.sb)
+	facts := runnerlinux.Facts()
+	enf = runner.Enforce(runner.LocalBackend(), s.sb, facts)
+	return enf, runner.NetworkEnforcement(enf.Backend, s.sb, facts)
 }
 
 // Plan returns the OCI plan a run of args would use on this host, with the
 // backend's fallbacks applied, and what it would not enforce.
 func (s *Sandbox) Plan(args []string) (*spec.Plan, Enforcement, error) {
-	return runner.SpecPlan(s.sb, args)
+	return runner.SpecPlan(s.sb, args, runnerlinux.Facts())
 }
 
 // WriteBundle writes an OCI bundle (config.json and its rootfs skeleton) for

@@ -95,7 +95,7 @@ func Profile(sb *spec.Sandbox, opts ProfileOptions) (string, error) {
 	if err := checkSandboxStrings(sb); err != nil {
 		return "", err
 	}
-	if err := runner.Enforce(runner.BackendSeatbelt, sb).Err(); err != nil {
+	if err := runner.Enforce(runner.BackendSeatbelt, sb, runner.HostFacts{}).Err(); err != nil {
 		return "", err
 	}
 	tag := opts.Tag

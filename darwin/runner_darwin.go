@@ -47,7 +47,7 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 		return runner.Result{}, fmt.Errorf("%w: no command", ErrBadRequest)
 	}
 	sb := req.Sandbox
-	enf := runner.Enforce(runner.BackendSeatbelt, sb)
+	enf := runner.Enforce(runner.BackendSeatbelt, sb, runner.HostFacts{})
 	degraded := enf.UnenforcedDetails()
 	fail := func(err error) (runner.Result, error) {
 		return runner.SetupFailure(newResult(sb, degraded, time.Since(start)), err), nil

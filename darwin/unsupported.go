@@ -14,6 +14,6 @@ import (
 // sentence that names the feature and says it works on Linux. A network
 // allow list is enforced, by the run's proxy (see Profile).
 func Unsupported(sb *spec.Sandbox) (refused []string, degraded []string) {
-	e := runner.Enforce(runner.BackendSeatbelt, sb)
+	e := runner.Enforce(runner.BackendSeatbelt, sb, runner.HostFacts{})
 	return e.RefusedDetails(), e.UnenforcedDetails()
 }

@@ -37,9 +37,6 @@ func (d Delegation) Fix() string {
 // in: cordon-<id>.scope in user.slice.
 const SystemdScopeSlice = "user.slice"
 
-// rootlessCgroup probes this host's delegation; a variable for tests.
-var rootlessCgroup = HostDelegation
-
 // delegationFix is the way out of a refusal of rootless limits.
 const delegationFix = "to enforce them rootless, let cordon reach your systemd, which it asks for a delegated scope " +
 	"(a login sets XDG_RUNTIME_DIR, and the bus is $XDG_RUNTIME_DIR/bus), or start cordon in a cgroup v2 subtree " +
@@ -95,16 +92,16 @@ func (d Delegation) Enforces(want []string) (bool, string) {
 }
 
 // RootlessCgroupsPath is the cgroup a rootless run id of sb is put in when
-// sb sets limits the delegation can enforce: the systemd scope
+// sb sets limits the delegation of host h can enforce: the systemd scope
 // "user.slice:cordon:<id>" (libcontainer's slice:prefix:name form), or a
 // child of the delegated cgroup; else "" (no cgroup: libcontainer leaves
 // the run in cordon's own).
-func RootlessCgroupsPath(sb *spec.Sandbox, id string) string {
+func RootlessCgroupsPath(sb *spec.Sandbox, id string, h HostFacts) string {
 	want := LimitControllers(sb)
 	if len(want) == 0 {
 		return ""
 	}
-	d := rootlessCgroup()
+	d := h.RootlessDelegation()
 	if ok, _ := d.Enforces(want); !ok {
 		return ""
 	}

@@ -14,12 +14,10 @@ var noDelegation = Delegation{Problem: "this process's cgroup /x is not delegate
 // cgroupV1 is a cgroup v1 host, where no delegation can help.
 var cgroupV1 = Delegation{Problem: "cgroup v1 has no delegation to unprivileged users, so rootless runs have no cgroup to enforce them", V1: true}
 
-// withDelegation makes rootlessCgroup report d for the rest of t.
-func withDelegation(t *testing.T, d Delegation) {
-	t.Helper()
-	old := rootlessCgroup
-	rootlessCgroup = func() Delegation { return d }
-	t.Cleanup(func() { rootlessCgroup = old })
+// delegated is a host whose rootless users are offered d, with no network
+// guard.
+func delegated(d Delegation) HostFacts {
+	return HostFacts{Delegation: func() Delegation { return d }}
 }
 
 // TestRootlessLimitsDelegation: a rootless run's limits are enforced when
@@ -53,12 +51,12 @@ func TestRootlessLimitsDelegation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			withDelegation(t, tt.d)
+			h := delegated(tt.d)
 			s := sb(tt.limits)
-			if got := RootlessCgroupsPath(s, "cordon-r1"); got != tt.path {
+			if got := RootlessCgroupsPath(s, "cordon-r1", h); got != tt.path {
 				t.Errorf("cgroups path %q, want %q", got, tt.path)
 			}
-			err := Enforce(BackendRootless, s).Err()
+			err := Enforce(BackendRootless, s, h).Err()
 			if (err != nil) != (tt.refusal != nil) {
 				t.Fatalf("Err() = %v, want a refusal: %v", err, tt.refusal != nil)
 			}
@@ -69,12 +67,10 @@ func TestRootlessLimitsDelegation(t *testing.T) {
 			}
 		})
 	}
-	withDelegation(t, full)
-	if l := Limitations(BackendRootless); slices.ContainsFunc(l, func(s string) bool { return strings.HasPrefix(s, "limits:") }) {
+	if l := Limitations(BackendRootless, delegated(full)); slices.ContainsFunc(l, func(s string) bool { return strings.HasPrefix(s, "limits:") }) {
 		t.Errorf("Limitations(rootless) with delegation lists limits: %q", l)
 	}
-	withDelegation(t, noDelegation)
-	if l := Limitations(BackendRootless); !slices.ContainsFunc(l, func(s string) bool { return strings.HasPrefix(s, "limits:") }) {
+	if l := Limitations(BackendRootless, delegated(noDelegation)); !slices.ContainsFunc(l, func(s string) bool { return strings.HasPrefix(s, "limits:") }) {
 		t.Errorf("Limitations(rootless) without delegation misses limits: %q", l)
 	}
 }

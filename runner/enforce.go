@@ -57,18 +57,18 @@ type gapRule struct {
 	always bool
 	// find returns one sentence per occurrence in sb; refuse says whether
 	// the sentence is for a refusal or for a warning.
-	find func(b Backend, sb *spec.Sandbox, refuse bool) []string
+	find func(b Backend, sb *spec.Sandbox, h HostFacts, refuse bool) []string
 	// narrow drops the part from the sandbox the backend builds: never
 	// wider than asked.
 	narrow func(eff *spec.Sandbox)
 	// available, when set, reports whether backend b enforces the part on
-	// this host after all; the row then does not apply.
-	available func(b Backend) bool
+	// host h after all; the row then does not apply.
+	available func(b Backend, h HostFacts) bool
 }
 
-// appliesTo reports whether the row is a gap of backend b on this host.
-func (rule gapRule) appliesTo(b Backend) bool {
-	return slices.Contains(rule.backends, b) && (rule.available == nil || !rule.available(b))
+// appliesTo reports whether the row is a gap of backend b on host h.
+func (rule gapRule) appliesTo(b Backend, h HostFacts) bool {
+	return slices.Contains(rule.backends, b) && (rule.available == nil || !rule.available(b, h))
 }
 
 var gapTable = []gapRule{
@@ -77,12 +77,12 @@ var gapTable = []gapRule{
 		summary:   "network allow lists: enforced on Linux by cordon's own network stack where /dev/net/tun opens (on macOS by cordon's proxy); refused elsewhere, or the network stays off",
 		backends:  []Backend{BackendLibcontainer, BackendRootless},
 		available: guardAvailable,
-		find: func(_ Backend, sb *spec.Sandbox, _ bool) []string {
+		find: func(_ Backend, sb *spec.Sandbox, h HostFacts, _ bool) []string {
 			if !sb.Network.Enabled || len(sb.Network.Allow) == 0 {
 				return nil
 			}
 			list := strings.Join(sb.Network.Allow, ", ")
-			_, why := guardProbe()
+			_, why := h.NetworkGuard()
 			return []string{"network allow list (" + list + "): " + why + ", so cordon cannot enforce it and the network stays off"}
 		},
 		narrow: func(eff *spec.Sandbox) { eff.Network = spec.Network{} },
@@ -99,7 +99,7 @@ var gapTable = []gapRule{
 		summary:  "mounts whose target differs from their source: refused",
 		backends: []Backend{BackendSeatbelt},
 		always:   true,
-		find: func(_ Backend, sb *spec.Sandbox, _ bool) []string {
+		find: func(_ Backend, sb *spec.Sandbox, _ HostFacts, _ bool) []string {
 			var out []string
 			for _, m := range sb.Mounts {
 				if m.Target != "" && filepath.Clean(m.Target) != filepath.Clean(m.Source) {
@@ -114,7 +114,7 @@ var gapTable = []gapRule{
 		summary:  "system: rootfs: refused",
 		backends: []Backend{BackendSeatbelt},
 		always:   true,
-		find: func(_ Backend, sb *spec.Sandbox, _ bool) []string {
+		find: func(_ Backend, sb *spec.Sandbox, _ HostFacts, _ bool) []string {
 			if sb.System.Kind != spec.SystemRootfs {
 				return nil
 			}
@@ -126,7 +126,7 @@ var gapTable = []gapRule{
 		summary:  "deny and protect names with non-ASCII characters: refused",
 		backends: []Backend{BackendSeatbelt},
 		always:   true,
-		find: func(_ Backend, sb *spec.Sandbox, _ bool) []string {
+		find: func(_ Backend, sb *spec.Sandbox, _ HostFacts, _ bool) []string {
 			var out []string
 			for _, p := range append(append([]string(nil), sb.Deny...), sb.Protect...) {
 				if rel := belowArea(sb, p); !isASCII(rel) {
@@ -138,7 +138,7 @@ var gapTable = []gapRule{
 	},
 }
 
-func findLimits(b Backend, sb *spec.Sandbox, refuse bool) []string {
+func findLimits(b Backend, sb *spec.Sandbox, h HostFacts, refuse bool) []string {
 	l := sb.Limits
 	if b == BackendRootless {
 		var lim []string
@@ -153,7 +153,7 @@ func findLimits(b Backend, sb *spec.Sandbox, refuse bool) []string {
 		if len(lim) == 0 {
 			return nil
 		}
-		d := rootlessCgroup()
+		d := h.RootlessDelegation()
 		ok, why := d.Enforces(LimitControllers(sb))
 		if ok {
 			return nil
@@ -195,22 +195,23 @@ type Enforcement struct {
 	Unenforced []Gap
 }
 
-// Enforce looks sb up in the table of what backend b cannot enforce. A part
-// is refused when the sandbox requires OS enforcement or when dropping it
-// would change what the sandbox means; otherwise it is dropped from the
-// returned sandbox and listed as unenforced.
-func Enforce(b Backend, sb *spec.Sandbox) Enforcement {
+// Enforce looks sb up in the table of what backend b cannot enforce on a
+// host with facts h. A part is refused when the sandbox requires OS
+// enforcement or when dropping it would change what the sandbox means;
+// otherwise it is dropped from the returned sandbox and listed as
+// unenforced.
+func Enforce(b Backend, sb *spec.Sandbox, h HostFacts) Enforcement {
 	e := Enforcement{Backend: b}
 	if sb == nil {
 		return e
 	}
 	e.Sandbox = sb.Clone()
 	for _, rule := range gapTable {
-		if !rule.appliesTo(b) {
+		if !rule.appliesTo(b, h) {
 			continue
 		}
 		refuse := rule.always || sb.RequireOSSandbox
-		found := rule.find(b, sb, refuse)
+		found := rule.find(b, sb, h, refuse)
 		for _, d := range found {
 			g := Gap{Key: rule.key, Detail: d}
 			if refuse {
@@ -259,15 +260,15 @@ func (e Enforcement) UnenforcedKeys() []string {
 	return out
 }
 
-// listedFor reports whether rule is a limitation of backend b on this
-// host: the rootless limits row is not when the user's delegated cgroup
-// offers every controller.
-func (rule gapRule) listedFor(b Backend) bool {
-	if !rule.appliesTo(b) {
+// listedFor reports whether rule is a limitation of backend b on host h:
+// the rootless limits row is not when the user's delegated cgroup offers
+// every controller.
+func (rule gapRule) listedFor(b Backend, h HostFacts) bool {
+	if !rule.appliesTo(b, h) {
 		return false
 	}
 	if rule.key == "limits" && b == BackendRootless {
-		ok, _ := rootlessCgroup().Enforces([]string{"memory", "pids", "cpu"})
+		ok, _ := h.RootlessDelegation().Enforces([]string{"memory", "pids", "cpu"})
 		return !ok
 	}
 	return true
@@ -275,21 +276,22 @@ func (rule gapRule) listedFor(b Backend) bool {
 
 // Limitations lists what backend b cannot enforce at all, one line per row
 // of the table, for doctor.
-func Limitations(b Backend) []string {
+func Limitations(b Backend, h HostFacts) []string {
 	var out []string
 	for _, rule := range gapTable {
-		if rule.listedFor(b) {
+		if rule.listedFor(b, h) {
 			out = append(out, rule.key+": "+rule.summary)
 		}
 	}
 	return out
 }
 
-// LimitationCaps are b's rows of the table as doctor reports them.
-func LimitationCaps(b Backend) []Capability {
+// LimitationCaps are b's rows of the table on host h as doctor reports
+// them.
+func LimitationCaps(b Backend, h HostFacts) []Capability {
 	var caps []Capability
 	for _, rule := range gapTable {
-		if rule.listedFor(b) {
+		if rule.listedFor(b, h) {
 			caps = append(caps, Capability{Name: "not enforced: " + rule.key, OK: false, Detail: rule.summary + " (" + string(b) + ")"})
 		}
 	}

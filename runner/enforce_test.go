@@ -16,8 +16,7 @@ import (
 // sandbox the backend builds (narrower, never wider) and reported, except
 // the parts whose dropping would change what the sandbox means.
 func TestEnforce(t *testing.T) {
-	withDelegation(t, noDelegation)
-	withGuard(t, false)
+	h := hostFacts(noDelegation, false)
 	allow := func(s *spec.Sandbox) { s.Network = spec.Network{Enabled: true, Allow: []string{"github.com:443"}} }
 	limits := func(s *spec.Sandbox) { s.Limits = spec.Limits{Memory: 1 << 30, Pids: 100, CPUs: 1.5, Timeout: 5e9} }
 	remap := func(s *spec.Sandbox) { s.Mounts = []spec.Mount{{Source: "/src/cache", Target: "/cache"}} }
@@ -47,7 +46,7 @@ func TestEnforce(t *testing.T) {
 			sb := &spec.Sandbox{Root: "/w", System: spec.System{Kind: spec.SystemHost}, RequireOSSandbox: tt.require}
 			tt.mod(sb)
 			before := sb.Clone()
-			e := Enforce(tt.b, sb)
+			e := Enforce(tt.b, sb, h)
 			keys := func(gs []Gap) []string {
 				var out []string
 				for _, g := range gs {
@@ -78,7 +77,7 @@ func TestEnforce(t *testing.T) {
 			}
 		})
 	}
-	if e := Enforce(BackendSeatbelt, nil); e.Sandbox != nil || e.Err() != nil {
+	if e := Enforce(BackendSeatbelt, nil, h); e.Sandbox != nil || e.Err() != nil {
 		t.Error("a nil sandbox")
 	}
 }
@@ -92,21 +91,20 @@ func sameSandbox(a, b *spec.Sandbox) bool {
 // TestUnenforceableErrorMessages: a Linux refusal names the way out once; a
 // Seatbelt refusal's sentences carry their own.
 func TestUnenforceableErrorMessages(t *testing.T) {
-	withDelegation(t, noDelegation)
-	withGuard(t, false)
+	h := hostFacts(noDelegation, false)
 	sb := &spec.Sandbox{Root: "/w", RequireOSSandbox: true, Network: spec.Network{Enabled: true, Allow: []string{"a.org"}}}
-	msg := Enforce(BackendLibcontainer, sb).Err().Error()
+	msg := Enforce(BackendLibcontainer, sb, h).Err().Error()
 	if !strings.HasPrefix(msg, "this Linux host cannot enforce this sandbox: network allow list (a.org)") || !strings.HasSuffix(msg, "(cordon then reports what was not enforced)") {
 		t.Errorf("linux message %q", msg)
 	}
 	// macOS enforces it with cordon's proxy.
-	if err := Enforce(BackendSeatbelt, sb).Err(); err != nil {
+	if err := Enforce(BackendSeatbelt, sb, h).Err(); err != nil {
 		t.Errorf("seatbelt refuses an allow list: %v", err)
 	}
-	if l := Limitations(BackendRootless); len(l) != 2 || !strings.HasPrefix(l[1], "limits: ") {
-		t.Errorf("Limitations(rootless) = %q", l)
+	if l := Limitations(BackendRootless, h); len(l) != 2 || !strings.HasPrefix(l[1], "limits: ") {
+		t.Errorf("Limitations(rootless, h) = %q", l)
 	}
-	if c := LimitationCaps(BackendSeatbelt); len(c) != 4 || c[0].OK || c[0].Name != "not enforced: limits" {
+	if c := LimitationCaps(BackendSeatbelt, h); len(c) != 4 || c[0].OK || c[0].Name != "not enforced: limits" {
 		t.Errorf("limitationCaps(seatbelt) = %+v", c)
 	}
 }
@@ -114,18 +112,16 @@ func TestUnenforceableErrorMessages(t *testing.T) {
 // TestPlan: one call refuses (and builds no spec) or drops and translates,
 // recording what was dropped in the spec.
 func TestPlan(t *testing.T) {
-	withDelegation(t, noDelegation)
-	withGuard(t, false)
+	h := hostFacts(noDelegation, false)
 	sb := &spec.Sandbox{Root: t.TempDir(), System: spec.System{Kind: spec.SystemNone}, RequireOSSandbox: true,
 		Network: spec.Network{Enabled: true, Allow: []string{"a.org"}}, Limits: spec.Limits{Memory: 64 << 20}}
-	host := spec.ModernHost()
-	ro := RunOptions(BackendRootless, "x", "/run/x/rootfs", host)
-	p, e, err := Plan(BackendRootless, sb, Process([]string{"true"}, sb.Root, false), ro)
+	ro := RunOptions(BackendRootless, "x", "/run/x/rootfs", h)
+	p, e, err := Plan(BackendRootless, sb, Process([]string{"true"}, sb.Root, false), ro, h)
 	if !errors.Is(err, ErrUnenforceable) || p != nil || len(e.Refused) != 2 {
 		t.Fatalf("plan %v, refused %v, err %v; want a refusal of both and no plan", p, e.Refused, err)
 	}
 	sb.RequireOSSandbox = false
-	p, e, err = Plan(BackendRootless, sb, Process([]string{"true"}, sb.Root, false), ro)
+	p, e, err = Plan(BackendRootless, sb, Process([]string{"true"}, sb.Root, false), ro, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,23 +138,23 @@ func TestPlan(t *testing.T) {
 		t.Errorf("details %v", e.UnenforcedDetails())
 	}
 	// `cordon spec` prints this user's plan.
-	sp, _, err := SpecPlan(sb, []string{"sh"})
+	sp, _, err := SpecPlan(sb, []string{"sh"}, h)
 	if err != nil || !slices.Contains(sp.Unenforced, "network.allow") || sp.Spec.Process.Cwd != sb.Root {
 		t.Errorf("SpecPlan = %+v, %v", sp, err)
 	}
 }
 
-// withGuard makes the network guard available or not for one test.
-func withGuard(t *testing.T, ok bool) {
-	t.Helper()
-	old := guardProbe
-	guardProbe = func() (bool, string) {
-		if ok {
+// hostFacts is a host that offers rootless runs d, where the network
+// guard runs or not.
+func hostFacts(d Delegation, guard bool) HostFacts {
+	h := delegated(d)
+	h.Guard = func() (bool, string) {
+		if guard {
 			return true, ""
 		}
 		return false, "/dev/net/tun cannot be opened (no such device)"
 	}
-	t.Cleanup(func() { guardProbe = old })
+	return h
 }
 
 // TestEnforceNetworkGuarded: where the guard runs, the Linux backends
@@ -166,15 +162,15 @@ func withGuard(t *testing.T, ok bool) {
 // namespace kept, no unenforced annotation), doctor lists no gap for it,
 // and Seatbelt still refuses it.
 func TestEnforceNetworkGuarded(t *testing.T) {
-	withGuard(t, true)
+	h := hostFacts(noDelegation, true)
 	sb := &spec.Sandbox{Root: t.TempDir(), System: spec.System{Kind: spec.SystemNone}, RequireOSSandbox: true,
 		Network: spec.Network{Enabled: true, Allow: []string{"github.com:443"}}}
 	for _, b := range []Backend{BackendLibcontainer, BackendRootless} {
-		e := Enforce(b, sb)
+		e := Enforce(b, sb, h)
 		if e.Err() != nil || len(e.Unenforced) != 0 || !slices.Equal(e.Sandbox.Network.Allow, sb.Network.Allow) {
 			t.Fatalf("%s: %+v", b, e)
 		}
-		p, _, err := Plan(b, sb, Process([]string{"true"}, sb.Root, false), RunOptions(b, "x", "/run/x/rootfs", spec.ModernHost()))
+		p, _, err := Plan(b, sb, Process([]string{"true"}, sb.Root, false), RunOptions(b, "x", "/run/x/rootfs", h), h)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,21 +178,20 @@ func TestEnforceNetworkGuarded(t *testing.T) {
 			!slices.ContainsFunc(p.Spec.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.NetworkNamespace }) {
 			t.Errorf("%s: unenforced %v, annotations %v", b, p.Unenforced, p.Spec.Annotations)
 		}
-		for _, l := range Limitations(b) {
+		for _, l := range Limitations(b, h) {
 			if strings.HasPrefix(l, "network.allow") {
 				t.Errorf("%s: doctor lists %q", b, l)
 			}
 		}
 	}
-	if e := Enforce(BackendSeatbelt, sb); e.Err() != nil || len(e.Unenforced) != 0 || !slices.Equal(e.Sandbox.Network.Allow, sb.Network.Allow) ||
-		NetworkEnforcement(BackendSeatbelt, sb) != SeatbeltNetwork {
-		t.Errorf("seatbelt: %+v, %q", e, NetworkEnforcement(BackendSeatbelt, sb))
+	if e := Enforce(BackendSeatbelt, sb, h); e.Err() != nil || len(e.Unenforced) != 0 || !slices.Equal(e.Sandbox.Network.Allow, sb.Network.Allow) ||
+		NetworkEnforcement(BackendSeatbelt, sb, h) != SeatbeltNetwork {
+		t.Errorf("seatbelt: %+v, %q", e, NetworkEnforcement(BackendSeatbelt, sb, h))
 	}
-	if how := NetworkEnforcement(BackendRootless, sb); !strings.Contains(how, "tun device") {
+	if how := NetworkEnforcement(BackendRootless, sb, h); !strings.Contains(how, "tun device") {
 		t.Errorf("NetworkEnforcement = %q", how)
 	}
-	withGuard(t, false)
-	if how := NetworkEnforcement(BackendLibcontainer, sb); how != "" {
+	if how := NetworkEnforcement(BackendLibcontainer, sb, hostFacts(noDelegation, false)); how != "" {
 		t.Errorf("NetworkEnforcement without the guard = %q", how)
 	}
 }

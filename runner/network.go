@@ -13,26 +13,22 @@ import (
 // stack decided it, not the command's output.
 const FailureNetworkDenied FailureType = "network_denied"
 
-// guardProbe reports whether this host can enforce network allow lists,
-// and why not; it is probed once. Tests replace it.
-var guardProbe = networkGuardAvailable
-
 // guardAvailable reports whether backend b enforces network allow lists on
-// this host: the Linux backends do where the guard can run, macOS's always
+// host h: the Linux backends do where the guard can run, macOS's always
 // (cordon's proxy, see SeatbeltNetwork).
-func guardAvailable(b Backend) bool {
+func guardAvailable(b Backend, h HostFacts) bool {
 	if b == BackendSeatbelt {
 		return true
 	}
-	ok, _ := guardProbe()
+	ok, _ := h.NetworkGuard()
 	return ok
 }
 
 // NetworkEnforcement says how backend b enforces sb's network allow list
-// on this host, for explain; "" when sb has none or b refuses it (the
+// on host h, for explain; "" when sb has none or b refuses it (the
 // refusal says why).
-func NetworkEnforcement(b Backend, sb *spec.Sandbox) string {
-	if sb == nil || !sb.Network.Enabled || len(sb.Network.Allow) == 0 || !guardAvailable(b) {
+func NetworkEnforcement(b Backend, sb *spec.Sandbox, h HostFacts) string {
+	if sb == nil || !sb.Network.Enabled || len(sb.Network.Allow) == 0 || !guardAvailable(b, h) {
 		return ""
 	}
 	if b == BackendSeatbelt {

@@ -7,14 +7,14 @@ import (
 	"github.com/cordon-run/cordon/spec"
 )
 
-// Plan decides what Linux backend b builds of sb and translates it, in one
-// call: the table of what b cannot enforce refuses those parts, or, when
+// Plan decides what Linux backend b builds of sb on a host with facts h
+// and translates it, in one call: the table of what b cannot enforce refuses those parts, or, when
 // the sandbox allows degradation, drops them (narrower, never wider); the
 // sandbox that is left becomes the spec. The Enforcement says what was
 // dropped, for the warnings and Result.Unenforced. Runs and `cordon spec`
 // both call it, so the printed spec is the one a run would use.
-func Plan(b Backend, sb *spec.Sandbox, proc spec.Process, ro spec.RunOptions) (*spec.Plan, Enforcement, error) {
-	enf := Enforce(b, sb)
+func Plan(b Backend, sb *spec.Sandbox, proc spec.Process, ro spec.RunOptions, h HostFacts) (*spec.Plan, Enforcement, error) {
+	enf := Enforce(b, sb, h)
 	if err := enf.Err(); err != nil {
 		return nil, enf, err
 	}
@@ -41,8 +41,9 @@ func linuxBackend() Backend {
 }
 
 // RunOptions are the RunOptions of run id of backend b on a host with
-// facts host, whose root is the empty directory rootfs.
-func RunOptions(b Backend, id, rootfs string, host spec.Host) spec.RunOptions {
+// facts h, whose root is the empty directory rootfs.
+func RunOptions(b Backend, id, rootfs string, h HostFacts) spec.RunOptions {
+	host := h.KernelHost()
 	ro := spec.RunOptions{
 		Rootfs:   rootfs,
 		Rootless: b == BackendRootless,
@@ -54,7 +55,7 @@ func RunOptions(b Backend, id, rootfs string, host spec.Host) spec.RunOptions {
 	if !ro.Rootless {
 		ro.CgroupsPath = "/cordon/" + id
 	}
-	ro.NetworkGuarded = b != BackendSeatbelt && guardAvailable(b)
+	ro.NetworkGuarded = b != BackendSeatbelt && guardAvailable(b, h)
 	return ro
 }
 
@@ -65,16 +66,16 @@ func Process(args []string, cwd string, tty bool) spec.Process {
 
 // SpecPlan is the plan `cordon spec` prints for a run of args in sb: the
 // same Plan a run by this user on this host would use (its Linux backend,
-// the kernel facts ProbeHost reads), with "ID" standing for the run's id.
-func SpecPlan(sb *spec.Sandbox, args []string) (*spec.Plan, Enforcement, error) {
+// the facts h of this host), with "ID" standing for the run's id.
+func SpecPlan(sb *spec.Sandbox, args []string, h HostFacts) (*spec.Plan, Enforcement, error) {
 	cwd := "/"
 	if sb != nil && sb.Root != "" {
 		cwd = sb.Root
 	}
 	b := linuxBackend()
-	ro := RunOptions(b, "ID", "/run/cordon/runs/ID/rootfs", ProbeHost())
+	ro := RunOptions(b, "ID", "/run/cordon/runs/ID/rootfs", h)
 	if b == BackendRootless && sb != nil {
-		ro.CgroupsPath = RootlessCgroupsPath(sb, "ID")
+		ro.CgroupsPath = RootlessCgroupsPath(sb, "ID", h)
 	}
-	return Plan(b, sb, Process(args, cwd, false), ro)
+	return Plan(b, sb, Process(args, cwd, false), ro, h)
 }

@@ -83,14 +83,15 @@ func WriteBundle(dir string, sb *spec.Sandbox, args []string) (b *Bundle, err er
 	// A rootless caller's bundle is for rootless runc: a user namespace
 	// that maps the caller's ids, as a rootless cordon run has.
 	be := runner.LocalBackend()
-	ro := runner.RunOptions(be, "bundle", rootfs, ProbeHost())
+	facts := Facts()
+	ro := runner.RunOptions(be, "bundle", rootfs, facts)
 	ro.CgroupsPath = ""
 	ro.NetworkGuarded = false
 	// A stock runtime has no broker, and a mount over a missing path
 	// would make it on the host: the missing deny and protect paths are
 	// left out and listed instead. A bundle never changes the workspace
 	// (placeholder directories named .git/commondir broke git there).
-	p, enf, err := runner.Plan(be, sb, runner.Process(args, cwd, false), ro)
+	p, enf, err := runner.Plan(be, sb, runner.Process(args, cwd, false), ro, facts)
 	if err != nil {
 		return nil, err
 	}

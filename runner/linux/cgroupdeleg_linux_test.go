@@ -24,13 +24,12 @@ func TestPlanRefusesLimitsWithoutRunCgroup(t *testing.T) {
 		}
 		return full
 	}
-	withFacts(t, f)
 	st, err := openStateDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	sb := &spec.Sandbox{Root: t.TempDir(), System: spec.System{Kind: spec.SystemNone}, RequireOSSandbox: true, Limits: spec.Limits{Memory: 64 << 20}}
-	run := &linuxRun{r: &linuxRunner{state: st, rootless: true}, req: runner.Request{Sandbox: sb, Args: []string{"true"}}, id: "cordon-x"}
+	run := &linuxRun{r: &linuxRunner{state: st, rootless: true, facts: f}, req: runner.Request{Sandbox: sb, Args: []string{"true"}}, id: "cordon-x"}
 	err = run.plan()
 	if !errors.Is(err, runner.ErrUnenforceable) || !strings.Contains(err.Error(), "no delegated cgroup for this run") {
 		t.Fatalf("plan: %v; want a refusal", err)

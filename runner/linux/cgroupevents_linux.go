@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/runner/linux/internal/cgroup"
 )
 
 // eventWatch sees the memory cgroup kill a process, or the pids cgroup
@@ -60,10 +62,10 @@ func watchEvents(dir string, memory, pids bool) (*eventWatch, error) {
 // check reads the counters; a cgroup already removed reads as zero and
 // changes nothing.
 func (w *eventWatch) check() {
-	if w.memory != "" && counter(w.memory, "oom_kill") > 0 {
+	if w.memory != "" && cgroup.Counter(w.memory, "oom_kill") > 0 {
 		w.oomKilled.Store(true)
 	}
-	if w.pids != "" && counter(w.pids, "max") > 0 {
+	if w.pids != "" && cgroup.Counter(w.pids, "max") > 0 {
 		w.pidsMax.Store(true)
 	}
 }

@@ -17,6 +17,7 @@ import (
 // user namespaces, the cgroup version and delegation, seccomp, recursive
 // read-only mounts and the sealed-binary protection of /proc/self/exe.
 func Doctor() []runner.Capability {
+	f := Facts()
 	var caps []runner.Capability
 	if data, err := os.ReadFile("/proc/1/cmdline"); err == nil {
 		if init := nestedIn(data); init != "" {
@@ -30,7 +31,7 @@ func Doctor() []runner.Capability {
 		false: fmt.Sprintf("running as uid %d: rootless mode in a user namespace", os.Geteuid()),
 	}[root], Required: false})
 	if !root {
-		caps = append(caps, rootlessLimitsCap(runner.HostDelegation()))
+		caps = append(caps, rootlessLimitsCap(f.RootlessDelegation()))
 	}
 	userns := userNamespacesAvailable()
 	caps = append(caps, runner.Capability{Name: "user namespaces", OK: userns, Required: !root, Detail: map[bool]string{
@@ -74,13 +75,13 @@ func Doctor() []runner.Capability {
 		true:  "overlayfs available: libcontainer runs its init from a sealed overlay of the binary",
 		false: "libcontainer copies the binary to a sealed memfd for each run (no overlayfs, or rootless; slower)",
 	}[ovl], Required: false})
-	caps = append(caps, networkGuardCap())
-	return append(caps, runner.LimitationCaps(runner.LocalBackend())...)
+	caps = append(caps, networkGuardCap(f))
+	return append(caps, runner.LimitationCaps(runner.LocalBackend(), f)...)
 }
 
-// networkGuardCap says whether network allow lists are enforced here.
-func networkGuardCap() runner.Capability {
-	ok, why := runner.HostGuard()
+// networkGuardCap says whether network allow lists are enforced on host f.
+func networkGuardCap(f runner.HostFacts) runner.Capability {
+	ok, why := f.NetworkGuard()
 	if ok {
 		return runner.Capability{Name: "network allow lists", OK: true, Detail: "enforced: a tun device in each sandbox's network namespace, and cordon's own TCP/IP stack deciding every DNS question and TCP connection; other UDP and ICMP are refused", Required: false}
 	}

@@ -9,8 +9,7 @@ import (
 // from the same probe the table reads.
 func TestDoctorNetworkGuard(t *testing.T) {
 	for _, ok := range []bool{true, false} {
-		withGuard(t, ok)
-		c := networkGuardCap()
+		c := networkGuardCap(guardFacts(ok))
 		if c.OK != ok || (ok && !strings.HasPrefix(c.Detail, "enforced")) || (!ok && !strings.Contains(c.Detail, "/dev/net/tun")) {
 			t.Errorf("guard %v: %+v", ok, c)
 		}

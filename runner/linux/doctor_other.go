@@ -14,5 +14,5 @@ func Doctor() []runner.Capability {
 	if runner.LocalBackend() == runner.BackendSeatbelt {
 		caps = append(caps, runner.Capability{Name: "network allow lists", OK: true, Detail: "enforced, not transparently: " + runner.SeatbeltNetwork})
 	}
-	return append(caps, runner.LimitationCaps(runner.LocalBackend())...)
+	return append(caps, runner.LimitationCaps(runner.LocalBackend(), Facts())...)
 }

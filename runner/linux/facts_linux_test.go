@@ -1,8 +1,6 @@
 package linux
 
 import (
-	"testing"
-
 	"github.com/cordon-run/cordon/runner"
 )
 
@@ -12,16 +10,9 @@ var (
 	cgroupV1     = runner.Delegation{Problem: "cgroup v1 has no delegation to unprivileged users, so rootless runs have no cgroup to enforce them", V1: true}
 )
 
-// withFacts stands f in for this host's facts until t ends.
-func withFacts(t *testing.T, f runner.HostFacts) {
-	t.Helper()
-	runner.SetHostFacts(f)
-	t.Cleanup(func() { runner.SetHostFacts(Facts()) })
-}
-
-// withGuard stands in a network guard probe that answers ok.
-func withGuard(t *testing.T, ok bool) {
-	t.Helper()
+// guardFacts are this host's facts with a network guard probe that
+// answers ok.
+func guardFacts(ok bool) runner.HostFacts {
 	f := Facts()
 	f.Guard = func() (bool, string) {
 		if ok {
@@ -29,5 +20,5 @@ func withGuard(t *testing.T, ok bool) {
 		}
 		return false, "/dev/net/tun cannot be opened (no such device)"
 	}
-	withFacts(t, f)
+	return f
 }

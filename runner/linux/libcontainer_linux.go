@@ -2,6 +2,7 @@ package linux
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,6 +30,9 @@ type linuxRunner struct {
 	state    *stateDir
 	rootless bool
 	resolver netguard.Resolver
+	// facts are this host's, as the enforcement table and the plan read
+	// them.
+	facts runner.HostFacts
 }
 
 // New returns the libcontainer backend. As root it uses cgroups for limits;
@@ -43,7 +47,7 @@ func New(opts runner.Options) (runner.Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", runner.ErrSetup, err)
 	}
-	return &linuxRunner{state: st, rootless: os.Geteuid() != 0, resolver: opts.Resolver}, nil
+	return &linuxRunner{state: st, rootless: os.Geteuid() != 0, resolver: opts.Resolver, facts: Facts()}, nil
 }
 
 // Run implements Runner.
@@ -82,9 +86,8 @@ type linuxRun struct {
 	table *mounts.Table
 	// eff is the sandbox as built: req.Sandbox narrowed where it is not
 	// enforced (never widened).
-	eff  *spec.Sandbox
-	cwd  string
-	host spec.Host
+	eff *spec.Sandbox
+	cwd string
 
 	specPlan *spec.Plan
 	// root is this run's hold on its rootfs skeleton.
@@ -146,11 +149,11 @@ func (r *linuxRunner) run(ctx context.Context, req runner.Request, res runner.Re
 		}
 		return runUnsandboxed(ctx, req, run.res, table)
 	}
-	for _, s := range setupSteps {
-		if err := s.run(run); err != nil {
-			return run.setupFailed(err)
-		}
-		run.ph.mark(s.name)
+	if err := run.build(); err != nil {
+		return run.setupFailed(errors.Unwrap(err))
+	}
+	if err := run.steps(runSteps); err != nil {
+		return run.setupFailed(errors.Unwrap(err))
 	}
 	if res, ok := run.start(); !ok {
 		return res

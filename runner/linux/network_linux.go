@@ -224,15 +224,6 @@ func (run *linuxRun) netSince(res *runner.Result, mark netMark) {
 	}
 }
 
-// UnreportedNetwork implements NetworkTail: after Close, the guard (closed
-// with the sandbox) has recorded every decision.
-func (s *linuxSession) UnreportedNetwork() []netguard.Event {
-	if s.run == nil || s.run.netEvents == nil {
-		return nil
-	}
-	return s.run.netEvents.take()
-}
-
 // guardDenials returns the guard's first denials and how many there were.
 func (run *linuxRun) guardDenials() ([]netguard.Event, int) {
 	if run.guard == nil {

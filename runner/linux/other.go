@@ -13,5 +13,8 @@ func Init() {}
 // use package darwin.
 func New(runner.Options) (runner.Runner, error) { return nil, runner.ErrUnsupported }
 
+// Facts are the zero HostFacts off Linux: no network guard, no cgroups.
+func Facts() runner.HostFacts { return runner.HostFacts{} }
+
 // PrewarmCgroups does nothing off Linux.
 func PrewarmCgroups() {}

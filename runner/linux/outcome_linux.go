@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -16,6 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/runner/linux/internal/cgroup"
+	"github.com/cordon-run/cordon/runner/linux/internal/session"
 )
 
 // start starts the sandbox's init, runs the started steps, then lets the
@@ -121,7 +121,7 @@ func (run *linuxRun) finish(o runner.Outcome) runner.Result {
 	}
 	refused := run.brk.stop()
 	res := runner.Classify(run.res, o, runner.InitMessages, runner.NetworkDenials(run.guardDenials()), brokerDenials(refused), runner.PolicyDenials(run.table, run.eff))
-	res.Denials, res.DenialCount = runner.ListDenials(deniedCalls(refused))
+	res.Denials, res.DenialCount = runner.ListDenials(session.DeniedCalls(refused))
 	res = runner.HostCommandHint(res, o, run.req.Args, run.table)
 	res.OutputTruncated = cut
 	res.Network = run.guardEvents()
@@ -182,51 +182,14 @@ func killAll(c *libcontainer.Container) {
 // oomKilled reports whether the memory cgroup killed a process of c.
 func oomKilled(c *libcontainer.Container) bool {
 	if cgroups.IsCgroup2UnifiedMode() {
-		return counter(cgroupFile(c, "", "memory.events"), "oom_kill") > 0
+		return cgroup.Counter(cgroup.File(c, "", "memory.events"), "oom_kill") > 0
 	}
-	return counter(cgroupFile(c, "memory", "memory.oom_control"), "oom_kill") > 0
+	return cgroup.Counter(cgroup.File(c, "memory", "memory.oom_control"), "oom_kill") > 0
 }
 
 // pidsLimited reports whether the pids controller refused a fork in c's
 // cgroup: the "max" counter of pids.events, which cgroup v1 and v2 both
 // keep.
 func pidsLimited(c *libcontainer.Container) bool {
-	return counter(pidsCounterFile(c), "max") > 0
-}
-
-// pidsCounterFile is c's pids.events, or "" when c has no pids cgroup.
-func pidsCounterFile(c *libcontainer.Container) string {
-	controller := "pids"
-	if cgroups.IsCgroup2UnifiedMode() {
-		controller = ""
-	}
-	return cgroupFile(c, controller, "pids.events")
-}
-
-// cgroupFile is the path of file in c's cgroup of controller ("" on
-// cgroup v2), or "" when c has none.
-func cgroupFile(c *libcontainer.Container, controller, file string) string {
-	st, err := c.State()
-	if err != nil || st.CgroupPaths[controller] == "" {
-		return ""
-	}
-	return filepath.Join(st.CgroupPaths[controller], file)
-}
-
-func counter(file, key string) int64 {
-	if file == "" {
-		return 0
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 2 && f[0] == key {
-			n, _ := strconv.ParseInt(f[1], 10, 64)
-			return n
-		}
-	}
-	return 0
+	return cgroup.Counter(cgroup.PidsEventsFile(c), "max") > 0
 }

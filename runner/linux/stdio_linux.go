@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/runner/linux/internal/console"
 )
 
 // stdio wires the command's stdio through pipes cordon owns, so that no
@@ -32,7 +33,7 @@ func newStdio(req runner.Request, lp *libcontainer.Process, stdout, stderr io.Wr
 	s := &stdio{stdout: stdout, stderr: stderr}
 	if req.TTY {
 		s.keys = make(chan struct{}, 8)
-		parent, child, err := socketPair()
+		parent, child, err := console.SocketPair()
 		if err != nil {
 			return nil, err
 		}
@@ -89,7 +90,7 @@ func (s *stdio) started(req runner.Request) error {
 	if s.consoleSock == nil {
 		return nil
 	}
-	f, err := recvFile(s.consoleSock)
+	f, err := console.RecvFile(s.consoleSock)
 	s.consoleSock.Close()
 	s.consoleSock = nil
 	if err != nil {
@@ -156,31 +157,4 @@ func (s *stdio) close() {
 	if s.console != nil {
 		s.console.Close()
 	}
-}
-
-func socketPair() (parent, child *os.File, err error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return os.NewFile(uintptr(fds[1]), "console-parent"), os.NewFile(uintptr(fds[0]), "console-child"), nil
-}
-
-// recvFile receives one descriptor over a unix socket (SCM_RIGHTS).
-func recvFile(sock *os.File) (*os.File, error) {
-	name := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), name, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("recvmsg: %w", err)
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return nil, fmt.Errorf("console: expected one control message (%v)", err)
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		return nil, fmt.Errorf("console: expected one descriptor (%v)", err)
-	}
-	return os.NewFile(uintptr(fds[0]), string(name[:n])), nil
 }

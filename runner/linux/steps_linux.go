@@ -28,13 +28,13 @@ type setupStep struct {
 	run  func(*linuxRun) error
 }
 
-// setupSteps build a sandbox, in order, before anything of the command
-// runs. A feature that must act on the sandbox adds its step here, at the
-// one place where the order is visible: a step that edits the OCI spec goes
-// after "plan", one that edits libcontainer's config (cgroup delegation)
-// after "config", one that hands the process an extra descriptor (a
-// seccomp-notify or fork-server socket) after "process".
-var setupSteps = []setupStep{
+// buildSteps build the sandbox a run and a session share, in order, before
+// anything of the command runs: Build ends with the container created and
+// nothing running in it. A feature that must act on the sandbox adds its
+// step here, at the one place where the order is visible: a step that edits
+// the OCI spec goes after "plan", one that edits libcontainer's config
+// (cgroup delegation) after "config".
+var buildSteps = []setupStep{
 	{"preflight", (*linuxRun).preflight},
 	{"plan", (*linuxRun).plan},
 	{"state", (*linuxRun).beginState},
@@ -45,9 +45,44 @@ var setupSteps = []setupStep{
 	{"seccomp", (*linuxRun).seccomp},
 	{"create", (*linuxRun).create},
 	{"deny walk", (*linuxRun).denyWalk},
+}
+
+// runSteps give a built sandbox a cold run's first process: cordon's init
+// with the command. A session gives it its fork server instead (package
+// session). A step that hands the process an extra descriptor (a
+// seccomp-notify socket) goes after "process".
+var runSteps = []setupStep{
 	{"process", (*linuxRun).process},
 	{"broker", (*linuxRun).broker},
 	{"stdio", (*linuxRun).stdio},
+}
+
+// stepError is a set-up step's failure; step names it.
+type stepError struct {
+	step string
+	err  error
+}
+
+func (e *stepError) Error() string { return e.step + ": " + e.err.Error() }
+
+func (e *stepError) Unwrap() error { return e.err }
+
+// build runs the build steps on run: the seam a run and a session share.
+// On a failure it returns the step's error in a *stepError; what the steps
+// built is undone by run.teardown either way.
+func (run *linuxRun) build() error {
+	return run.steps(buildSteps)
+}
+
+// steps runs steps in order, marking each phase.
+func (run *linuxRun) steps(steps []setupStep) error {
+	for _, s := range steps {
+		if err := s.run(run); err != nil {
+			return &stepError{step: s.name, err: err}
+		}
+		run.ph.mark(s.name)
+	}
+	return nil
 }
 
 // startedSteps run after the sandbox's init exists (its namespaces are
@@ -93,16 +128,15 @@ func (run *linuxRun) preflight() error {
 // when the sandbox allows it, dropped (never widened) and reported.
 func (run *linuxRun) plan() error {
 	req, r := run.req, run.r
-	run.host = ProbeHost()
 	run.cwd = req.Dir
 	if run.cwd == "" {
 		run.cwd = req.Sandbox.Root
 	}
-	ro := runner.RunOptions(r.backend(), run.id, r.state.rootfs(run.id), run.host)
+	ro := runner.RunOptions(r.backend(), run.id, r.state.rootfs(run.id), r.facts)
 	if r.rootless {
-		ro.CgroupsPath = runner.RootlessCgroupsPath(req.Sandbox, run.id)
+		ro.CgroupsPath = runner.RootlessCgroupsPath(req.Sandbox, run.id, r.facts)
 	}
-	p, enf, err := runner.Plan(r.backend(), req.Sandbox, runner.Process(req.Args, run.cwd, req.TTY), ro)
+	p, enf, err := runner.Plan(r.backend(), req.Sandbox, runner.Process(req.Args, run.cwd, req.TTY), ro, r.facts)
 	run.res.Unenforced = enf.UnenforcedDetails()
 	if err != nil {
 		return err
@@ -112,7 +146,7 @@ func (run *linuxRun) plan() error {
 		// (the delegation changed between two looks): refuse rather than
 		// hand libcontainer limits it would not enforce.
 		return fmt.Errorf("%w: limits %s: no delegated cgroup for this run; %s",
-			runner.ErrUnenforceable, strings.Join(runner.LimitControllers(enf.Sandbox), ", "), runner.HostDelegation().Fix())
+			runner.ErrUnenforceable, strings.Join(runner.LimitControllers(enf.Sandbox), ", "), r.facts.RootlessDelegation().Fix())
 	}
 	for _, m := range run.res.Unenforced {
 		run.warn("WARNING: not enforced: %s", m)
@@ -171,7 +205,7 @@ func (run *linuxRun) delegatedCgroup() error {
 		return nil
 	}
 	if err := cgroup.PrepareDelegated(filepath.Dir(p), runner.LimitControllers(run.eff)); err != nil {
-		return fmt.Errorf("%w: %w; %s", runner.ErrUnenforceable, err, runner.HostDelegation().Fix())
+		return fmt.Errorf("%w: %w; %s", runner.ErrUnenforceable, err, run.r.facts.RootlessDelegation().Fix())
 	}
 	return nil
 }

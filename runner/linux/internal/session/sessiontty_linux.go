@@ -1,4 +1,4 @@
-package linux
+package session
 
 import (
 	"io"
@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/runner/linux/internal/console"
 	"github.com/cordon-run/cordon/runner/linux/internal/pid1"
 )
 
@@ -37,7 +38,7 @@ func (s *linuxSession) newTTYExec(x *sessionExec, req runner.ExecRequest, cwd st
 		x.close()
 		return nil, err
 	}
-	parent, child, err := socketPair()
+	parent, child, err := console.SocketPair()
 	if err != nil {
 		x.close()
 		return nil, err
@@ -50,7 +51,7 @@ func (s *linuxSession) newTTYExec(x *sessionExec, req runner.ExecRequest, cwd st
 		return nil, err
 	}
 	// EOF here (no terminal) means the shim failed; its status says why.
-	master, err := recvFile(parent)
+	master, err := console.RecvFile(parent)
 	if err != nil {
 		return x, nil
 	}

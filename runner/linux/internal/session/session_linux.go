@@ -1,8 +1,7 @@
-package linux
+package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,14 +20,12 @@ import (
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/runner/linux/internal/cgroup"
 	"github.com/cordon-run/cordon/runner/linux/internal/pid1"
-	"github.com/cordon-run/cordon/runner/linux/internal/seccomp"
 	"github.com/cordon-run/cordon/spec"
 )
 
 // linuxSession is a warm session: one libcontainer container whose PID 1
 // is the C fork server of sessioninit_linux.c.
 type linuxSession struct {
-	r          *linuxRunner
 	id         string
 	sb, eff    *spec.Sandbox
 	table      *mounts.Table
@@ -45,10 +42,10 @@ type linuxSession struct {
 	leaves sessionLeaves
 	// denials holds each running exec's refusals, from the broker.
 	denials execDenials
-	// run holds what the set-up steps built and their undo steps.
-	run *linuxRun
-	// reaper removes what the session leaves if this process is killed.
-	reaper *sessionReaper
+	// built is what the backend built, with its undo steps.
+	built Built
+	// cleanedUp tells the session's reaper the session was cleaned up here.
+	cleanedUp func()
 
 	life   lifecycle
 	sendMu sync.Mutex
@@ -73,30 +70,15 @@ type linuxSession struct {
 	initPidfd *os.File
 }
 
-// StartSession implements SessionStarter: it builds the sandbox exactly as
-// Run would, with cordon's fork server as PID 1, and returns once that
-// server has loaded the seccomp filter and is ready to run commands.
-func (r *linuxRunner) StartSession(ctx context.Context, req runner.SessionRequest) (runner.Session, error) {
-	if req.Sandbox == nil {
-		return nil, fmt.Errorf("%w: a session needs a sandbox", runner.ErrBadRequest)
-	}
-	if !initCalled.Load() {
-		return nil, fmt.Errorf("%w: %w", runner.ErrSetup, ErrNoInit)
-	}
-	sb := req.Sandbox.Clone()
-	s := &linuxSession{r: r, sb: sb, sum: spec.Summarize(sb), gone: make(chan struct{}), closed: make(chan struct{}), reaped: make(chan struct{}), backend: "libcontainer"}
-	if r.rootless {
-		s.backend = "libcontainer-rootless"
-	}
-	if req.ID == "" {
-		req.ID = newRunID()
-	}
-	reaper, err := startSessionReaper(r.state.dir, req.ID, req.LockedDir)
-	if err != nil {
-		return nil, fmt.Errorf("%w: the session's reaper: %w", runner.ErrSetup, err)
-	}
-	s.reaper = reaper
-	if err := s.start(ctx, req); err != nil {
+// Start starts a session in the sandbox the backend built (c.Built): its
+// fork server as PID 1, and returns once that server has loaded the seccomp
+// filter and is ready to run commands. On a failure it tears down what was
+// built.
+func Start(ctx context.Context, req runner.SessionRequest, c Config) (runner.Session, error) {
+	b := c.Built
+	s := &linuxSession{sb: c.Sandbox, sum: spec.Summarize(c.Sandbox), gone: make(chan struct{}), closed: make(chan struct{}), reaped: make(chan struct{}), backend: c.Backend,
+		built: b, cleanedUp: c.CleanedUp, unenforced: c.Unenforced, table: b.Table(), id: b.ID(), eff: b.Effective(), container: b.Container()}
+	if err := s.launch(ctx); err != nil {
 		s.teardown()
 		return nil, err
 	}
@@ -107,54 +89,18 @@ func (r *linuxRunner) StartSession(ctx context.Context, req runner.SessionReques
 	return s, nil
 }
 
-func (s *linuxSession) start(ctx context.Context, req runner.SessionRequest) error {
-	r := s.r
-	run := &linuxRun{r: r, ph: newPhases(), req: runner.Request{
-		Sandbox: s.sb, Args: []string{"/proc/self/exe", pid1.SessionInitArg}, ID: req.ID, Stderr: req.Stderr,
-	}}
-	s.run = run
-	if !r.rootless {
-		cgroup.PrewarmCgroupLock()
-	}
-	table, err := mounts.New(s.sb)
-	if err != nil {
-		return fmt.Errorf("%w: mount table: %w", runner.ErrSetup, err)
-	}
-	s.table, run.table = table, table
-	if r.rootless && !userNamespacesAvailable() {
-		return fmt.Errorf("%w: user namespaces are disabled on this host, so a rootless session cannot be built; run as root or enable them (sysctl user.max_user_namespaces)", runner.ErrUnenforceable)
-	}
-	// The cold run's set-up steps up to the container; the session's own
-	// process (the fork server) replaces the "process" and "stdio" steps.
-	for _, st := range setupSteps {
-		if st.name == "process" {
-			break
-		}
-		err := st.run(run)
-		s.unenforced = run.res.Unenforced
-		if err != nil {
-			if errors.Is(err, runner.ErrSetup) || errors.Is(err, runner.ErrUnenforceable) {
-				return err
-			}
-			return fmt.Errorf("%w: %s: %w", runner.ErrSetup, st.name, err)
-		}
-	}
-	s.id, s.eff, s.container = run.id, run.eff, run.container
-	return s.launch(ctx)
-}
-
 // launch starts the fork server in the container created by the set-up
 // steps, runs the started steps, and waits until it is ready.
 func (s *linuxSession) launch(ctx context.Context) error {
-	run := s.run
-	lp, err := NewProcess(run.oci.Process)
+	b := s.built
+	lp, err := b.Process()
 	if err != nil {
 		return fmt.Errorf("%w: %w", runner.ErrSetup, err)
 	}
 	lp.Init = true
 	// PID 1 needs no environment of its own: each exec brings one. So no
 	// LD_* variable can load code into it.
-	lp.Env = []string{"PATH=" + spec.DefaultPath, seccomp.EnvValue(run.bpf, run.seccompFlags)}
+	lp.Env = []string{"PATH=" + spec.DefaultPath, b.SeccompEnv()}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("%w: control socket: %w", runner.ErrSetup, err)
@@ -167,8 +113,6 @@ func (s *linuxSession) launch(ctx context.Context) error {
 		return fmt.Errorf("%w: control socket: %w", runner.ErrSetup, err)
 	}
 	s.ctrl = os.NewFile(uintptr(fds[0]), "session-control")
-	run.brk = &brokerLink{done: make(chan struct{})}
-	run.onEnd(func() { run.brk.stop() })
 	child := os.NewFile(uintptr(fds[1]), "session-control-init")
 	defer child.Close()
 	lp.ExtraFiles = []*os.File{child}
@@ -184,19 +128,16 @@ func (s *linuxSession) launch(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", runner.ErrSetup, err)
 	}
 	s.devNullFD = int(s.devNull.Fd())
-	run.lp = lp
-	err = run.container.Start(lp)
+	err = s.container.Start(lp)
 	stderrW.Close()
 	child.Close()
 	if err != nil {
 		return fmt.Errorf("%w: start: %w", runner.ErrSetup, err)
 	}
-	for _, st := range startedSteps {
-		if err := st.run(run); err != nil {
-			return fmt.Errorf("%w: %s: %w", runner.ErrSetup, st.name, err)
-		}
+	if err := b.Started(lp); err != nil {
+		return fmt.Errorf("%w: %w", runner.ErrSetup, err)
 	}
-	if err := run.container.Exec(); err != nil {
+	if err := s.container.Exec(); err != nil {
 		return fmt.Errorf("%w: start: %w", runner.ErrSetup, err)
 	}
 	if err := s.awaitReady(ctx, initErr); err != nil {
@@ -211,9 +152,9 @@ func (s *linuxSession) launch(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: the session's first shims: %w", runner.ErrSetup, err)
 	}
-	s.oomFile = oomCounterFile(run.container, s.eff)
+	s.oomFile = oomCounterFile(s.container, s.eff)
 	if s.eff.Limits.Pids > 0 {
-		s.pidsFile = pidsCounterFile(run.container)
+		s.pidsFile = cgroup.PidsEventsFile(s.container)
 	}
 	// The init is this process's child, reaped only by watch: its pid
 	// names it until then, so the pidfd taken here names it for good.
@@ -231,12 +172,11 @@ func (s *linuxSession) launch(ctx context.Context) error {
 // the seccomp filter is loaded, before any command can run.
 func (s *linuxSession) awaitReady(ctx context.Context, initErr *runner.TailBuffer) error {
 	ready := make(chan error, 1)
-	s.run.brk.serving.Store(true)
+	serve := s.built.Broker(s.ctrl, &s.denials)
 	go func() {
 		// The init sends its seccomp listener first, then "R": the
 		// broker serves it before any command can run.
-		s.run.brk.serve(s.ctrl, sessionPolicy{s.run.policy(), &s.denials}, s.run.brokerCreds())
-		if err := s.run.brk.err; err != nil {
+		if err := serve(); err != nil {
 			ready <- err
 			return
 		}
@@ -372,7 +312,7 @@ func (s *linuxSession) teardown() error {
 	}
 	s.cleaned = true
 	defer close(s.closed)
-	defer s.reaper.done() // after the cleanup: nothing is left to reap
+	defer s.cleanedUp() // after the cleanup: nothing is left to reap
 	if s.ctrl != nil {
 		s.ctrl.Close()
 	}
@@ -394,18 +334,9 @@ func (s *linuxSession) teardown() error {
 	if s.leaves.home != nil {
 		s.leaves.home.Close()
 	}
-	if s.run == nil {
-		return nil
-	}
-	// The run's undo steps: the container, its cgroups, placeholders and
-	// state directory, then the lock.
-	s.run.teardown()
-	if s.id != "" {
-		if _, err := os.Stat(s.r.state.runDir(s.id)); err == nil {
-			return fmt.Errorf("%w: cleanup of session %s was incomplete", runner.ErrSetup, s.id)
-		}
-	}
-	return nil
+	// The build's undo steps: the container, its cgroups, placeholders
+	// and state directory, then the lock.
+	return s.built.Teardown()
 }
 
 // rootDir is the default working directory: the workspace, or / without one.

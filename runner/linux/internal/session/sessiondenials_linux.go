@@ -1,4 +1,4 @@
-package linux
+package session
 
 import (
 	"fmt"
@@ -51,7 +51,7 @@ func (w *execDenials) take(ino uint64) []broker.Denial {
 	return d
 }
 
-// Denied implements broker.Observer's part for sessionPolicy.
+// Denied implements broker.Observer, for the backend's session policy.
 func (w *execDenials) Denied(d broker.Denial) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -63,21 +63,11 @@ func (w *execDenials) Denied(d broker.Denial) {
 	}
 }
 
-// sessionPolicy is a session's broker policy: brokerPolicy's rules, and
-// the record of each exec's refusals.
-type sessionPolicy struct {
-	brokerPolicy
-	w *execDenials
-}
-
-// Denied implements broker.Observer.
-func (p sessionPolicy) Denied(d broker.Denial) { p.w.Denied(d) }
-
 // execDenialsExplainer explains an exec's failure by the broker's record
 // of its own refusals (a protect or deny rule's, a .git redirect's, or a
 // read-only mount's), in the mount table's words when it has them (what
 // the path is, and what IS writable).
-func execDenialsExplainer(d []broker.Denial, table *mounts.Table) runner.Explainer {
+func execDenialsExplainer(d []broker.Denial, table *mounts.Table, explainBroker func([]broker.Denial) runner.Explainer) runner.Explainer {
 	return func(o runner.Outcome, res *runner.Result) bool {
 		if len(d) == 0 {
 			return false
@@ -100,7 +90,7 @@ func execDenialsExplainer(d []broker.Denial, table *mounts.Table) runner.Explain
 			}
 		}
 		if detail == "" && first.Rule != broker.ReadOnly {
-			return brokerDenials([]broker.Denial{first})(o, res)
+			return explainBroker([]broker.Denial{first})(o, res)
 		}
 		if detail == "" {
 			detail = fmt.Sprintf("%s of %s was refused: a read-only file system", first.Op, first.Path)
@@ -131,8 +121,9 @@ func readDenials(p runner.Policy, sb *spec.Sandbox) runner.Explainer {
 	}
 }
 
-// deniedCalls is the broker's record d as a Result lists it.
-func deniedCalls(d []broker.Denial) []runner.DeniedCall {
+// DeniedCalls is the broker's record d as a Result lists it: an exec's,
+// and a cold run's (runner/linux).
+func DeniedCalls(d []broker.Denial) []runner.DeniedCall {
 	out := make([]runner.DeniedCall, 0, len(d))
 	for _, x := range d {
 		out = append(out, runner.DeniedCall{Op: x.Op, Path: x.Path, Rule: x.Rule})

@@ -1,4 +1,4 @@
-package linux
+package session
 
 import (
 	"errors"
@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/runner/linux/internal/cgroup"
 	"github.com/cordon-run/cordon/runner/linux/internal/pid1"
 	"github.com/cordon-run/cordon/spec"
 )
@@ -128,7 +129,7 @@ func (s *linuxSession) execLeaf(id uint64) (string, *os.File) {
 
 // leafOOMKills is the oom_kill counter of an exec's leaf.
 func leafOOMKills(dir string) int64 {
-	return counter(filepath.Join(dir, "memory.events"), "oom_kill")
+	return cgroup.Counter(filepath.Join(dir, "memory.events"), "oom_kill")
 }
 
 // removeLeaf removes an exec's leaf once its last process is gone: the

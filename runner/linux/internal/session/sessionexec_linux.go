@@ -1,4 +1,4 @@
-package linux
+package session
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon/runner"
+	"github.com/cordon-run/cordon/runner/linux/internal/cgroup"
 	"github.com/cordon-run/cordon/runner/linux/internal/pid1"
 	"github.com/cordon-run/cordon/spec"
 )
@@ -47,7 +48,7 @@ func (s *linuxSession) Exec(ctx context.Context, req runner.ExecRequest) (res ru
 	}
 	s.life.begin()
 	defer s.life.end()
-	mark := s.run.netMark()
+	netSince := s.built.NetMark()
 	x, err := s.newExec(req, cwd)
 	if err != nil {
 		if gerr := s.Err(); gerr != nil {
@@ -80,7 +81,7 @@ func (s *linuxSession) Exec(ctx context.Context, req runner.ExecRequest) (res ru
 	}
 	x.drain(req.Detach)
 	s.finish(&res, x, req, cwd, st, stErr, timedOut, canceled)
-	s.run.netSince(&res, mark)
+	netSince(&res)
 	if res.FailureType == runner.FailureSessionGone {
 		return res, s.Err()
 	}
@@ -252,9 +253,9 @@ func (s *linuxSession) newExec(req runner.ExecRequest, cwd string) (*sessionExec
 		}(dst, r)
 	}
 	if s.oomFile != "" {
-		x.oomStart = counter(s.oomFile, "oom_kill")
+		x.oomStart = cgroup.Counter(s.oomFile, "oom_kill")
 	}
-	x.pidsStart = counter(s.pidsFile, "max")
+	x.pidsStart = cgroup.Counter(s.pidsFile, "max")
 	fds := append([]int{s.devNullFD}, child...)
 	if stdin >= 0 {
 		fds = append([]int(nil), child...)
@@ -434,12 +435,12 @@ func (s *linuxSession) finish(res *runner.Result, x *sessionExec, req runner.Exe
 			res.Signal = unix.SignalName(ws.Signal())
 		}
 	}
-	oom := s.oomFile != "" && counter(s.oomFile, "oom_kill") > x.oomStart
+	oom := s.oomFile != "" && cgroup.Counter(s.oomFile, "oom_kill") > x.oomStart
 	if x.leaf != "" {
 		oom = leafOOMKills(x.leaf) > 0
 	}
 	refused := s.denials.take(x.trackerIno)
-	res.Denials, res.DenialCount = runner.ListDenials(deniedCalls(refused))
+	res.Denials, res.DenialCount = runner.ListDenials(DeniedCalls(refused))
 	switch {
 	case stErr == nil && st.Phase == pid1.PhaseAttrs:
 		goneResult(res, s.Err())
@@ -497,9 +498,9 @@ func (s *linuxSession) finish(res *runner.Result, x *sessionExec, req runner.Exe
 		res.FailureType = runner.FailureNone
 	default:
 		*res = runner.Classify(*res, runner.Outcome{ExitCode: res.ExitCode, Signal: res.Signal, Stderr: x.tail.String(), Cwd: cwd,
-			PidsLimited: s.pidsFile != "" && counter(s.pidsFile, "max") > x.pidsStart, PidsLimit: s.eff.Limits.Pids,
+			PidsLimited: s.pidsFile != "" && cgroup.Counter(s.pidsFile, "max") > x.pidsStart, PidsLimit: s.eff.Limits.Pids,
 			FileSizeLimit: s.eff.Limits.FileSize},
-			execDenialsExplainer(refused, s.table), readDenials(s.table, s.eff))
+			execDenialsExplainer(refused, s.table, s.built.ExplainBroker), readDenials(s.table, s.eff))
 		*res = runner.HostCommandHint(*res, runner.Outcome{ExitCode: res.ExitCode, Stderr: x.tail.String()}, req.Args, s.table)
 	}
 }
