@@ -57,7 +57,7 @@ func TestOnlyTheRootImportsTheLinuxBackend(t *testing.T) {
 	const backend = "github.com/cordon-run/cordon/runner/linux"
 	allowed := map[string]bool{".": true, "runner/linux": true, "internal/ociruntime": true}
 	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || allowed[filepath.Dir(p)] {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || allowed[filepath.Dir(p)] || strings.HasPrefix(p, "runner/linux/") {
 			return err
 		}
 		af, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
