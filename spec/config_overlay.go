@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -20,12 +21,14 @@ const (
 )
 
 // overlayNameRE is an overlay name, as internal/overlay stores it: a
-// directory name in the store.
-var overlayNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// directory name in the store. It is compiled on first use: its {0,63}
+// is most of this package's init, which every start of the binary paid
+// (cordon-oci five times a container).
+var overlayNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // ValidOverlayName reports whether name is a valid overlay name: 1 to 64
 // letters, digits, '.', '_' or '-', starting with a letter or digit.
-func ValidOverlayName(name string) bool { return overlayNameRE.MatchString(name) }
+func ValidOverlayName(name string) bool { return overlayNameRE().MatchString(name) }
 
 // DefaultOverlayName is the overlay a workspace_mode: overlay config with
 // no overlay key uses: the workspace folder's name, as a user would name

@@ -11,7 +11,7 @@
 #   bash hack/bench.d/oci.sh [CORDON_BIN] [RUNS]     (root; default 20 runs)
 set -Eeuo pipefail
 cd "$(dirname "$0")/../.."
-cordon="${1:-$PWD/bin/cordon}"
+cordon="$(realpath "${1:-bin/cordon}")" # the link must name it from anywhere
 n="${2:-${N:-20}}"
 if [ "$(id -u)" -ne 0 ]; then echo "hack/bench.d/oci.sh: run it as root (runc and podman's cgroups); skipped" >&2; exit 0; fi
 for t in podman runc busybox; do

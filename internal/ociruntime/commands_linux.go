@@ -194,17 +194,33 @@ func parseSignal(raw string) (unix.Signal, error) {
 	return -1, fmt.Errorf("%w: unknown signal %q; give a name (TERM, SIGKILL) or a number", ErrUsage, raw)
 }
 
+// killContainer kills the container's init and destroys the container
+// once the init is gone, as runc's killContainer does, but looks at the
+// init again after 1 ms, then at doubling intervals up to runc's 100 ms
+// (10 s in all, runc's bound): an init killed outright is gone at once,
+// and `delete --force` of a created container need not wait a tenth of a
+// second for it.
 func killContainer(c *libcontainer.Container) error {
 	_ = c.Signal(unix.SIGKILL)
-	for range 100 {
-		time.Sleep(100 * time.Millisecond)
+	step := time.Millisecond
+	for waited := time.Duration(0); waited < 10*time.Second; waited += step {
+		time.Sleep(step)
 		if err := c.Signal(unix.Signal(0)); err != nil {
 			return c.Destroy()
 		}
+		step = min(2*step, 100*time.Millisecond)
 	}
 	return errors.New("container init still running")
 }
 
+// deleteCmd is runc's delete: a stopped container is destroyed, a
+// created one is killed first, a running or paused one only with --force.
+// runc 1.2 and later kill a stopped container too under --force, for the
+// processes a container without a PID namespace of its own may leave, and
+// so wait 100 ms in killContainer on every `podman run --rm` (podman
+// deletes with --force); libcontainer's Destroy of a stopped container
+// kills those processes itself, so a stopped container is destroyed at
+// once here, as runc 1.1 did.
 func deleteCmd(g *globals, args []string) (int, error) {
 	fs := newFlags("delete")
 	var force bool
@@ -232,23 +248,19 @@ func deleteCmd(g *globals, args []string) (int, error) {
 		}
 		return -1, err
 	}
-	if force {
-		defer stop()
-		return 0, killContainer(c)
-	}
 	s, err := c.Status()
 	if err != nil {
 		return -1, err
 	}
-	switch s {
-	case libcontainer.Stopped:
+	switch {
+	case s == libcontainer.Stopped:
 		defer stop()
 		return 0, c.Destroy()
-	case libcontainer.Created:
+	case s == libcontainer.Created || force:
 		defer stop()
 		return 0, killContainer(c)
 	default:
-		return -1, fmt.Errorf("cannot delete container %s that is not stopped: %s", id, s)
+		return -1, fmt.Errorf("cannot delete container %s that is not stopped: %s; stop it first, or delete it with --force", id, s)
 	}
 }
 
