@@ -6,12 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cordon-run/cordon/internal/testenv"
 )
 
 // TestOCICommandLine runs cordon-oci itself with runc's command line:
 // the version, the features JSON, and refusals with runc's exit codes and
 // the message in the runtime log, as text or as JSON.
 func TestOCICommandLine(t *testing.T) {
+	testenv.SkipIfShort(t, "runs the cordon-oci binary")
 	root := t.TempDir()
 	tests := []struct {
 		name     string

@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
 	"time"
+
+	"github.com/cordon-run/cordon/internal/testenv"
 
 	"github.com/opencontainers/runc/libcontainer/specconv"
 )
@@ -19,6 +22,7 @@ import (
 // with it. Nothing is left: no state directory, no process, no cgroup.
 // Root, and rootless (CORDON_ROOTLESS=1: a user namespace of its own).
 func TestOCIDelete(t *testing.T) {
+	testenv.SkipIfShort(t, "starts containers with cordon-oci")
 	if os.Geteuid() != 0 && os.Getenv("CORDON_ROOTLESS") != "1" {
 		requireRoot(t)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cordon-run/cordon/internal/testenv"
 )
 
 // podman is one podman with storage, state and cordon-oci's --root of its
@@ -29,6 +31,7 @@ type podman struct {
 // hack/deps.sh installs it.
 func requireTool(t *testing.T, name string) string {
 	t.Helper()
+	testenv.SkipIfShort(t, "starts containers with cordon-oci")
 	p, err := exec.LookPath(name)
 	if err == nil {
 		return p
@@ -45,6 +48,7 @@ func requireTool(t *testing.T, name string) string {
 // runs rootless and cordon-oci inside podman's user namespace.
 func requirePodmanUser(t *testing.T) {
 	t.Helper()
+	testenv.SkipIfShort(t, "starts containers with cordon-oci")
 	if os.Geteuid() != 0 && os.Getenv("CORDON_ROOTLESS") != "1" {
 		requireRoot(t)
 	}
@@ -52,6 +56,7 @@ func requirePodmanUser(t *testing.T) {
 
 func requireRoot(t *testing.T) {
 	t.Helper()
+	testenv.SkipIfShort(t, "starts containers with cordon-oci")
 	if os.Geteuid() == 0 {
 		return
 	}
