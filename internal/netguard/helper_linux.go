@@ -4,5 +4,5 @@ package netguard
 
 // The C here builds warning-free (docs/development.md, "C").
 
-// #cgo CFLAGS: -Wall -Wextra
+// #cgo CFLAGS: -Wall -Wextra -Werror
 import "C"
