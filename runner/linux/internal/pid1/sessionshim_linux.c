@@ -195,33 +195,116 @@ static int spawn_tty(pid_t *pid, char **argv, char **envp, const char *tty)
 	return 0;
 }
 
-// spawn starts the command with posix_spawn (a vfork-style clone: no copy
-// of the shim's address space) in a new session, with the request's env,
-// stdio as its only descriptors and an empty signal mask (every
-// disposition is already the default). The shim has already changed to
-// the command's directory. Returns 0 or an errno.
-static int spawn(pid_t *pid, char **argv, char **envp, int fds[3], const char *tty)
+// What vspawn's child needs: the command, the request's env and stdio, and
+// where it puts the errno of a failed exec.
+struct vspawn_args {
+	char **argv, **envp;
+	int *fds;
+	int err;
+};
+
+// vspawn_exec is execvpe without the C library's fallback to /bin/sh for
+// a file that is not a valid executable (as posix_spawnp does): the PATH
+// of the request's env (default "/bin:/usr/bin"), an empty element being
+// the working directory, and the error glibc would give.
+static int vspawn_exec(char *file, char **argv, char **envp)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
+	if (strchr(file, '/')) {
+		execve(file, argv, envp);
+		return errno;
+	}
+	const char *path = "/bin:/usr/bin";
+	for (char **e = envp; *e; e++)
+		if (strncmp(*e, "PATH=", 5) == 0)
+			path = *e + 5;
+	size_t fl = strlen(file);
+	int err = ENOENT, eacces = 0;
+	char buf[4096];
+	for (const char *p = path;; p++) {
+		const char *c = strchrnul(p, ':');
+		size_t dl = (size_t)(c - p);
+		if (dl + 1 + fl + 1 <= sizeof(buf)) {
+			memcpy(buf, p, dl);
+			size_t k = dl;
+			if (k > 0)
+				buf[k++] = '/';
+			memcpy(buf + k, file, fl + 1);
+			execve(buf, argv, envp);
+			err = errno;
+			if (err == EACCES)
+				eacces = 1;
+			else if (err != ENOENT && err != ENOTDIR && err != ESTALE && err != ENODEV && err != ETIMEDOUT)
+				return err;
+		}
+		p = c;
+		if (!*p)
+			break;
+	}
+	return eacces ? EACCES : err;
+}
+
+// vspawn_child runs in the clone that shares the shim's memory until it
+// execs: a new session, stdio from the request and no other descriptor, an
+// empty signal mask (every signal is blocked in the shim, and every
+// disposition is already the default: the shim never sets a handler), and
+// the command. A failure is left in the arguments, and it exits 127.
+static int vspawn_child(void *arg)
+{
+	struct vspawn_args *a = arg;
 	sigset_t none;
 	sigemptyset(&none);
+	if (setsid() < 0)
+		goto fail;
+	for (int i = 0; i < 3; i++) {
+		if (a->fds[i] == i ? fcntl(i, F_SETFD, 0) < 0 : dup2(a->fds[i], i) < 0)
+			goto fail;
+	}
+	if (syscall(SYS_close_range, 3, ~0U, 0) < 0) {
+		// A kernel before 5.9: each descriptor the limit allows.
+		struct rlimit rl;
+		if (errno != ENOSYS || getrlimit(RLIMIT_NOFILE, &rl) < 0)
+			goto fail;
+		for (rlim_t fd = 3; fd < rl.rlim_cur && fd < (1u << 20); fd++)
+			close((int)fd);
+	}
+	if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+		goto fail;
+	a->err = vspawn_exec(a->argv[0], a->argv, a->envp);
+	_exit(CORDON_EXIT_NOT_FOUND);
+fail:
+	a->err = errno;
+	_exit(CORDON_EXIT_NOT_FOUND);
+}
+
+// The child's stack: the shim is one thread, and the child runs only until
+// it execs (vfork), so one will do.
+static char vspawn_stack[64 << 10] __attribute__((aligned(16)));
+
+// spawn starts the command as posix_spawnp would, with a vfork-style clone
+// (no copy of the shim's address space, the shim suspended until the
+// command execs) in a new session, with the request's env, stdio as its
+// only descriptors and an empty signal mask. It is its own because
+// posix_spawn's child resets the handler of every blocked signal (two
+// system calls for each of the 64, where the shim has blocked them all and
+// set none) and its file actions each ask for the descriptor limit. The
+// shim has already changed to the command's directory. Returns 0 or an
+// errno.
+static int spawn(pid_t *pid, char **argv, char **envp, int fds[3], const char *tty)
+{
 	if (tty)
 		return spawn_tty(pid, argv, envp, tty);
-	if (posix_spawn_file_actions_init(&fa) || posix_spawnattr_init(&at))
-		return ENOMEM;
-	for (int i = 0; i < 3; i++)
-		posix_spawn_file_actions_adddup2(&fa, fds[i], i);
-	// A fresh fd table: stdio only.
-	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
-	extern char **environ;
-	environ = envp; // posix_spawnp searches the PATH of the request's env
-	int err = posix_spawnp(pid, argv[0], &fa, &at, argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	return err;
+	struct vspawn_args a = {.argv = argv, .envp = envp, .fds = fds, .err = 0};
+	pid_t p = clone(vspawn_child, vspawn_stack + sizeof(vspawn_stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+	if (p < 0)
+		return errno;
+	if (a.err) {
+		// The child has exited: reaped here, it never reaches the wait.
+		while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
+			;
+		return a.err;
+	}
+	*pid = p;
+	return 0;
 }
 
 // open_console opens a terminal in the sandbox's devpts for a TTY exec,
