@@ -39,16 +39,44 @@ func infoPID(dir string) int {
 // inThisPIDNamespace reports whether pid has one pid on its NSpid line: a
 // process inside a sandbox (a PID namespace below this one) has more.
 func inThisPIDNamespace(pid int) bool {
-	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	n, err := nsPIDs(pid)
+	return err == nil && n == 1
+}
+
+// nsPIDs counts the pids on pid's NSpid line (/proc/PID/status): one per
+// PID namespace it is in, from this one down. It reads the file with raw
+// system calls (open, read to the end, close): both ends of every exec
+// make this check, and os.ReadFile's poller and size probe cost more than
+// the read.
+func nsPIDs(pid int) (int, error) {
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false
+		return 0, err
 	}
-	for _, line := range strings.Split(string(status), "\n") {
+	defer unix.Close(fd)
+	buf := make([]byte, 0, 4096)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
+	}
+	for _, line := range strings.Split(string(buf), "\n") {
 		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
-			return len(strings.Fields(rest)) == 1
+			return len(strings.Fields(rest)), nil
 		}
 	}
-	return false
+	return 0, fmt.Errorf("/proc/%d/status has no NSpid line", pid)
 }
 
 // peerCred returns the credentials of the process at the other end of c
