@@ -6,7 +6,7 @@
 // the other does not make does not compile, and execwire_linux_amd64_test.go
 // decodes with Go what the C encodes, and the other way.
 //
-// Nothing here may need the C library: the fast path includes it at the
+// Nothing here may need the C library: the C client includes it at the
 // ELF entry point, where none of it is set up.
 
 #ifndef CORDON_EXECPROTO_H
