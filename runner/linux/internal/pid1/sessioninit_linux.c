@@ -39,7 +39,8 @@
 // kills every process of the PID namespace.
 //
 // This file holds PID 1, the shims' loop and the reading of requests; one
-// exec in a shim is sessionshim_linux.c's.
+// exec in a shim is sessionshim_linux.c's, the attributes put back before
+// each exec sessionattrs_linux.c's.
 
 #define _GNU_SOURCE
 #include <dirent.h>

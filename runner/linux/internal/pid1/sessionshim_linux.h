@@ -1,6 +1,7 @@
-// What the two files of the session's PID 1 share: sessioninit_linux.c
-// (PID 1, the shims' loop, the requests) and sessionshim_linux.c (one exec
-// in a shim: spawn, wait, kill the tree, the attributes put back).
+// What the files of the session's PID 1 share: sessioninit_linux.c (PID 1,
+// the shims' loop, the requests), sessionshim_linux.c (one exec in a shim:
+// spawn, wait, kill the tree) and sessionattrs_linux.c (the attributes a
+// command inherits, put back before each exec).
 
 #ifndef CORDON_SESSIONSHIM_H
 #define CORDON_SESSIONSHIM_H
