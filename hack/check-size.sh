@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Checks the size rules of docs/style.md: no non-test Go file over 600 lines and
-# no function over 120 lines, in the packages given (default: runner, darwin
-# and spec). gofmt'ed code starts a top-level function with "func" and ends
-# it with "}" in column one, so awk can measure it.
+# Checks the size rules of docs/style.md: no non-test Go file and no C file
+# (.c or .h) over 600 lines, and no Go function over 120 lines, in the
+# packages given (default: runner, darwin and spec). gofmt'ed code starts a
+# top-level function with "func" and ends it with "}" in column one, so awk
+# can measure it.
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 max_file=600
@@ -10,8 +11,9 @@ max_func=${CORDON_MAX_FUNC:-120}
 dirs=("$@")
 [ ${#dirs[@]} -gt 0 ] || dirs=(runner darwin spec)
 files=$(git ls-files -- "${dirs[@]/%//*.go}" | grep -v '_test\.go$' || true)
+cfiles=$(git ls-files -- "${dirs[@]/%//*.c}" "${dirs[@]/%//*.h}" || true)
 bad=0
-for f in $files; do
+for f in $files $cfiles; do
   n=$(wc -l <"$f")
   if [ "$n" -gt "$max_file" ]; then
     echo "$f: $n lines (limit $max_file): split it by concern" >&2

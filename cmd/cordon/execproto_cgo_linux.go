@@ -1,8 +1,18 @@
 //go:build linux && cgo
 
+// `cordon exec` is served in C before the Go runtime starts, on amd64, by
+// the client at the binary's entry point (execclient_linux.c); what it
+// leaves (a terminal, -h, every refusal, other architectures) the Go client
+// serves (execclient_linux.go). A harness starts the client for every
+// command, and a Go start-up would cost more than the exec itself.
+
 package main
 
-// #include "execproto_linux.h"
+/*
+#cgo CFLAGS: -Wall -Wextra
+#cgo linux,amd64 LDFLAGS: -Wl,-e,cordonentry
+#include "execproto_linux.h"
+*/
 import "C"
 
 import (
@@ -12,9 +22,9 @@ import (
 	"github.com/cordon-run/cordon/internal/session"
 )
 
-// The exec protocol of the C clients (execproto_linux.h) against the Go
-// server's (internal/session), and the C clients' exit codes against the
-// Go ones, checked when this package builds: each line is an array whose
+// The exec protocol of the C client (execproto_linux.h) against the Go
+// server's (internal/session), and the exit codes of the C
+// (runner/exitcodes.h, execproto_linux.h) against the Go ones, checked when this package builds: each line is an array whose
 // length is the difference, and it compiles only when that is zero.
 var (
 	_ [C.EXEC_REQ_MAGIC - session.WireReqMagic]struct{}

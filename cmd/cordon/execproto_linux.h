@@ -1,12 +1,12 @@
-// The exec protocol on a session socket, as the two `cordon exec` clients
-// (execfast_linux.c at the ELF entry point, execclient_linux.c after the C
-// library starts) speak it; the server and the Go client are
-// internal/session/proto_linux.go. Defined here once for the C: the Go
-// constants and offsets are checked against this header when cmd/cordon
-// builds (execproto_cgo_linux.go), so a change on one side that the other
-// does not make does not compile.
+// The exec protocol on a session socket, as `cordon exec`'s C client
+// (execclient_linux.c, at the ELF entry point) speaks it; the server and
+// the Go client are internal/session/proto_linux.go. Defined here once for
+// the C: the Go constants and offsets are checked against this header when
+// cmd/cordon builds (execproto_cgo_linux.go), so a change on one side that
+// the other does not make does not compile, and execwire_linux_amd64_test.go
+// decodes with Go what the C encodes, and the other way.
 //
-// Nothing here may need the C library: the fast path includes it at the
+// Nothing here may need the C library: the C client includes it at the
 // ELF entry point, where none of it is set up.
 
 #ifndef CORDON_EXECPROTO_H
@@ -25,10 +25,12 @@
 #define EXEC_MAX_PAYLOAD (8u << 20)
 #define EXEC_MAX_RESPONSE (16u << 20)
 
+#include "../../runner/exitcodes.h"
+
 // cordon's exit codes a client reports itself: a bad flag or name, and a
-// session it cannot reach (session_gone) or another set-up failure.
+// session it cannot reach (session_gone, CORDON_EXIT_SETUP) or another
+// set-up failure.
 #define CORDON_EXIT_CONFIG 2
-#define CORDON_EXIT_SETUP 125
 #define CORDON_STR(x) #x
 #define CORDON_XSTR(x) CORDON_STR(x)
 
@@ -74,6 +76,14 @@ _Static_assert(offsetof(struct cordon_exec_resp, code) == 2 * 4 && offsetof(stru
 		       offsetof(struct cordon_exec_resp, report_len) == 4 * 4,
 	       "response header words");
 _Static_assert(sizeof(struct cordon_exec_frame) == 8, "frame");
+
+// Why a client refuses a session's server, in its session_gone message
+// (internal/session/peer_linux.go gives the same reasons).
+#define EXEC_WHY_NO_CRED "its server's credentials cannot be read"
+#define EXEC_WHY_OTHER_UID "its socket is served by another user"
+#define EXEC_WHY_NO_INFO "its info.json has no supervisor pid"
+#define EXEC_WHY_NOT_SUPERVISOR "its socket is not served by its supervisor"
+#define EXEC_WHY_IN_SANDBOX "its socket is served from inside a sandbox, not by its supervisor"
 
 // cordon_exec_server_ok returns 0 when the peer of the connected socket
 // sock is the supervisor of the session whose directory is sessdir: the

@@ -16,13 +16,13 @@ import (
 // command's exit status, and nothing else on the host changed; a non-empty
 // folder there makes the exec fail (125) rather than leave the command's
 // content to be read (review of issue 9). Root and rootless, through the
-// fast path and the full client (execfast_linux.c, execclient_linux.c).
+// C client and the Go client (execclient_linux.c, execclient_linux.go).
 func TestExecReportNotForgedByTheCommand(t *testing.T) {
 	for _, u := range sessionUsers(t) {
 		for _, client := range []struct {
 			name string
 			env  []string
-		}{{"fast", nil}, {"full", fullClientEnv()}} {
+		}{{"c", nil}, {"go", goClientEnv()}} {
 			t.Run(u.name+"/"+client.name, func(t *testing.T) {
 				// A workspace of each client's own: a run leaves a folder at rep.json.
 				cu := u

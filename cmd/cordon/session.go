@@ -61,13 +61,6 @@ func sessionMain(args []string) int {
 	return exitConfig
 }
 
-// execMain runs only when the C client (execclient_linux.c), which serves
-// `cordon exec` before the Go runtime starts, is not in this binary.
-func execMain([]string) int {
-	fmt.Fprintln(os.Stderr, "cordon exec: this build has no session client (it needs Linux and cgo)")
-	return exitSetup
-}
-
 func sessionDir() (*session.Dir, error) {
 	if err := cordon.CheckBackend(); err != nil {
 		return nil, err

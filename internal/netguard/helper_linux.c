@@ -30,6 +30,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../runner/exitcodes.h"
+
 #define CORDON_NET_HELPER_ARG "cordon-net-helper"
 
 /* The device, made here in C as MakeTun makes it in Go (tun_linux.go:
@@ -335,15 +337,15 @@ __attribute__((constructor)) static void cordon_net_helper(int argc, char **argv
 		return;
 	if (fstat(3, &target) < 0 || stat("/proc/self/ns/user", &self) < 0) {
 		perror("cordon-net-helper: user namespace");
-		_exit(125);
+		_exit(CORDON_EXIT_SETUP);
 	}
 	if ((target.st_ino != self.st_ino || target.st_dev != self.st_dev) && setns(3, CLONE_NEWUSER) < 0) {
 		perror("cordon-net-helper: join the sandbox's user namespace");
-		_exit(125);
+		_exit(CORDON_EXIT_SETUP);
 	}
 	if (setns(4, CLONE_NEWNET) < 0) {
 		perror("cordon-net-helper: join the sandbox's network namespace");
-		_exit(125);
+		_exit(CORDON_EXIT_SETUP);
 	}
 	close(3);
 	close(4);

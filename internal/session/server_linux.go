@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -263,7 +262,7 @@ func clientSignals(c *net.UnixConn, sigs chan<- int, size *atomic.Uint32, cancel
 // directory) is never a client, even of its own uid. The socket's
 // directory already is private; these are the second lock. It is the
 // check the clients make of the server (Dir.checkServer and
-// cmd/cordon/execfast_linux.c), the other way round.
+// cmd/cordon/execserver_linux.c), the other way round.
 func checkPeer(c *net.UnixConn) error {
 	cred, err := peerCred(c)
 	if err != nil {
@@ -294,18 +293,11 @@ func checkPeerNamespace(c *net.UnixConn, pid int) error {
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
 	}
-	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	n, err := nsPIDs(pid)
 	if err != nil {
 		return fmt.Errorf("session: refused client pid %d: %w", pid, err)
 	}
-	same := false
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
-			same = len(strings.Fields(rest)) == 1
-			break
-		}
-	}
-	if !same {
+	if n != 1 {
 		return fmt.Errorf("session: refused client pid %d: it runs in another PID namespace (inside a sandbox)", pid)
 	}
 	if pidfd >= 0 {

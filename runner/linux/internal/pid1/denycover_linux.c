@@ -33,6 +33,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../../../exitcodes.h"
+
 #define CORDON_DENY_COVER_ARG "cordon-deny-cover"
 
 #ifndef SYS_open_tree
@@ -232,25 +234,25 @@ __attribute__((constructor)) static void cordon_deny_cover(int argc, char **argv
 		return;
 	if (fstat(3, &target) < 0 || stat("/proc/self/ns/user", &self) < 0) {
 		perror("cordon-deny-cover: user namespace");
-		_exit(125);
+		_exit(CORDON_EXIT_SETUP);
 	}
 	if ((target.st_ino != self.st_ino || target.st_dev != self.st_dev) && setns(3, CLONE_NEWUSER) < 0) {
 		perror("cordon-deny-cover: join the sandbox's user namespace");
-		_exit(125);
+		_exit(CORDON_EXIT_SETUP);
 	}
 	if (setns(4, CLONE_NEWNS) < 0) {
 		perror("cordon-deny-cover: join the sandbox's mount namespace");
-		_exit(125);
+		_exit(CORDON_EXIT_SETUP);
 	}
 	close(3);
 	close(4);
 	if (dc_make_template() < 0) {
 		perror("cordon-deny-cover: the cover's tmpfs");
-		_exit(125);
+		_exit(CORDON_EXIT_SETUP);
 	}
 	if (chdir("/") < 0 || send(5, "R", 1, MSG_NOSIGNAL) != 1) {
 		perror("cordon-deny-cover: start");
-		_exit(125);
+		_exit(CORDON_EXIT_SETUP);
 	}
 	static struct dc_request req;
 	for (;;) {
@@ -262,7 +264,7 @@ __attribute__((constructor)) static void cordon_deny_cover(int argc, char **argv
 			_exit(0);
 		if ((size_t)n <= offsetof(struct dc_request, path) || req.path[0] != '/') {
 			fputs("cordon-deny-cover: a malformed request\n", stderr);
-			_exit(125);
+			_exit(CORDON_EXIT_SETUP);
 		}
 		struct dc_reply r = dc_cover(&req);
 		if (send(5, &r, sizeof(r), MSG_NOSIGNAL) != sizeof(r))

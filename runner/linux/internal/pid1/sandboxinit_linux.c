@@ -50,6 +50,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "../../../exitcodes.h"
 #include "sandboxinit_linux.h"
 
 #define CORDON_INIT_ARG "cordon-sandbox-init"
@@ -86,7 +87,7 @@ static void die(const char *msg)
 {
 	report("setup", 0, msg);
 	fprintf(stderr, "cordon: %s\n", msg);
-	_exit(125);
+	_exit(CORDON_EXIT_SETUP);
 }
 
 static int b64val(unsigned char c)
@@ -297,7 +298,7 @@ __attribute__((constructor)) static void cordon_sandbox_init(int argc, char **ar
 		restore_env();
 		execvp(argv[first], argv + first);
 		int e = errno;
-		int code = e == ENOENT ? 127 : 126;
+		int code = e == ENOENT ? CORDON_EXIT_NOT_FOUND : CORDON_EXIT_NOT_RUNNABLE;
 		char msg[512];
 		snprintf(msg, sizeof(msg), "cannot execute %s: %s", argv[first], strerror(e));
 		report("exec", code, msg);

@@ -37,6 +37,10 @@
 // supervisor treats every status record as untrusted input. EOF on the
 // control socket means the supervisor is gone: PID 1 exits, and the kernel
 // kills every process of the PID namespace.
+//
+// This file holds PID 1, the shims' loop and the reading of requests; one
+// exec in a shim is sessionshim_linux.c's, the attributes put back before
+// each exec sessionattrs_linux.c's.
 
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -61,19 +65,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../../exitcodes.h"
 #include "forkproto_linux.h"
 #include "sandboxinit_linux.h"
+#include "sessionshim_linux.h"
 
 static void sdie(const char *msg)
 {
 	fprintf(stderr, "cordon: session init: %s\n", msg);
-	_exit(125);
+	_exit(CORDON_EXIT_SETUP);
 }
 
-// PID 1's signalfd, which a shim closes.
-static int pid1_sfd = -1;
+int pid1_sfd = -1;
 
-static void write_status(int fd, const struct cordon_status *st)
+void si_write_status(int fd, const struct cordon_status *st)
 {
 	ssize_t r;
 	do
@@ -81,14 +86,14 @@ static void write_status(int fd, const struct cordon_status *st)
 	while (r < 0 && errno == EINTR);
 }
 
-static void fail_status(int fd, int phase, int err)
+void si_fail_status(int fd, int phase, int err)
 {
 	struct cordon_status st = {.magic = STATUS_MAGIC, .version = PROTO_VERSION, .phase = phase, .err = err};
-	write_status(fd, &st);
+	si_write_status(fd, &st);
 }
 
-// read_full reads exactly n bytes; 0 on success.
-static int read_full(int fd, void *buf, size_t n)
+// si_read_full reads exactly n bytes; 0 on success.
+int si_read_full(int fd, void *buf, size_t n)
 {
 	char *p = buf;
 	while (n > 0) {
@@ -103,25 +108,25 @@ static int read_full(int fd, void *buf, size_t n)
 	return 0;
 }
 
-// stdio_fds is how many of an EXEC request's descriptors are the
+// si_stdio_fds is how many of an EXEC request's descriptors are the
 // command's: stdin, stdout and stderr, plus a console socket for a TTY.
-static int stdio_fds(const struct cordon_req *h)
+int si_stdio_fds(const struct cordon_req *h)
 {
 	return (h->flags & FLAG_TTY) ? 4 : 3;
 }
 
-// want_fds is how many descriptors an EXEC request carries: stdio_fds,
+// si_want_fds is how many descriptors an EXEC request carries: si_stdio_fds,
 // then, with FLAG_CGROUP, the exec's leaf cgroup.procs and the shims'
 // home cgroup.procs (both opened by the supervisor, whose credentials
 // the kernel checks a migration against).
-static int want_fds(const struct cordon_req *h)
+int si_want_fds(const struct cordon_req *h)
 {
-	return stdio_fds(h) + ((h->flags & FLAG_CGROUP) ? 2 : 0);
+	return si_stdio_fds(h) + ((h->flags & FLAG_CGROUP) ? 2 : 0);
 }
 
-// recv_header reads the request header and the descriptors attached to it.
+// si_recv_header reads the request header and the descriptors attached to it.
 // Returns the number of descriptors, or -1 on EOF or error.
-static int recv_header(int sock, struct cordon_req *h, int fds[MAX_FDS])
+int si_recv_header(int sock, struct cordon_req *h, int fds[MAX_FDS])
 {
 	char *p = (char *)h;
 	size_t got = 0;
@@ -152,530 +157,29 @@ static int recv_header(int sock, struct cordon_req *h, int fds[MAX_FDS])
 	return nfds;
 }
 
-// children_of lists up to max live children of pid from /proc (the kernel
-// may lack /proc/PID/task/TID/children). Returns the count, or -1 when the
-// scan could not be made whole (no descriptor or memory left: limits a
-// command lowered on the shim), so that a child is never missed silently.
-static int children_of(pid_t self, pid_t *out, int max)
-{
-	DIR *d = opendir("/proc");
-	if (!d)
-		return -1;
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) && n < max) {
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		char path[64], buf[512];
-		if ((size_t)snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name) >= sizeof(path))
-			continue; // not a pid
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM)) {
-			closedir(d);
-			return -1;
-		}
-		if (fd < 0)
-			continue;
-		ssize_t r = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (r <= 0)
-			continue;
-		buf[r] = '\0';
-		// pid (comm) state ppid ...; comm may hold spaces and parens.
-		char *rp = strrchr(buf, ')');
-		if (!rp)
-			continue;
-		char state;
-		int ppid;
-		if (sscanf(rp + 1, " %c %d", &state, &ppid) != 2)
-			continue;
-		if (ppid == self)
-			out[n++] = (pid_t)atoi(e->d_name);
-	}
-	closedir(d);
-	return n;
-}
 
-static int attrs_restore(void);
-
-// kill_tree kills every descendant of this shim and reaps them all. Each
-// killed process's children reparent to the shim (a child subreaper), so
-// repeating until there are no children left reaches the whole tree,
-// setsid'd and double-forked processes included. The command's own status
-// is recorded in *wst and *ru when it is reaped here. It returns 0, or the
-// errno of attributes the command lowered on this shim that cannot be put
-// back: the caller then fails the exec, which ends the session and with it
-// the tree.
-static int kill_tree(pid_t cmd, int *cmd_done, int *wst, struct rusage *ru)
-{
-	siginfo_t info;
-	// The common case: the command left nothing behind; skip the /proc scan.
-	if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD)
-		return 0;
-	// The command may have lowered this shim's limits (prlimit --pid
-	// $PPID: a soft RLIMIT_NOFILE of 3, RLIMIT_AS): the scan would find
-	// nothing and the wait below block until the tree ends by itself.
-	int ae = attrs_restore();
-	if (ae)
-		return ae;
-	pid_t self = getpid();
-	// A process of the tree may keep lowering the shim's limits while
-	// it is scanned for: a failed scan puts them back and scans again,
-	// and a wait blocks only for processes just killed. What does not
-	// settle within about 5 s fails the exec (the session ends, and the
-	// tree with it).
-	int failed = 0, idle = 0;
-	for (;;) {
-		pid_t kids[256];
-		int n = children_of(self, kids, 256);
-		if (n < 0) {
-			if ((ae = attrs_restore()))
-				return ae;
-			if (++failed > 1000)
-				return EMFILE;
-			usleep(1000);
-			continue;
-		}
-		for (int i = 0; i < n; i++)
-			kill(kids[i], SIGKILL);
-		int st;
-		struct rusage r;
-		pid_t w = wait4(-1, &st, n > 0 ? 0 : WNOHANG, &r);
-		if (w == 0) {
-			// A child the scan did not see (reparented just after it).
-			if (++idle > 5000)
-				return EBUSY;
-			usleep(1000);
-			continue;
-		}
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return 0; // ECHILD: nothing is left
-		}
-		if (w == cmd && !*cmd_done) {
-			*cmd_done = 1;
-			*wst = st;
-			*ru = r;
-		}
-	}
-}
-
-// spawn_tty starts a TTY exec's command with fork: in a new session, it
-// opens the terminal and makes it its controlling one with TIOCSCTTY. (An
-// open without O_NOCTTY would not do: cordon's broker performs the open,
-// and a terminal becomes the controlling one of the process that opens
-// it.) An exec failure comes back as an errno over a close-on-exec pipe,
-// as posix_spawn reports it.
-static int spawn_tty(pid_t *pid, char **argv, char **envp, const char *tty)
-{
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return errno;
-	pid_t c = fork();
-	if (c < 0) {
-		int e = errno;
-		close(p[0]);
-		close(p[1]);
-		return e;
-	}
-	if (c == 0) {
-		close(p[0]);
-		int e = 0;
-		int fd = -1;
-		if (setsid() < 0 || (fd = open(tty, O_RDWR | O_NOCTTY)) < 0 || ioctl(fd, TIOCSCTTY, 0) < 0 ||
-		    dup2(fd, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-			e = errno;
-		if (!e) {
-			if (fd > 2)
-				close(fd);
-			syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
-			sigset_t none;
-			sigemptyset(&none);
-			sigprocmask(SIG_SETMASK, &none, NULL);
-			extern char **environ;
-			environ = envp;
-			execvp(argv[0], argv);
-			e = errno;
-		}
-		(void)!write(p[1], &e, sizeof(e));
-		_exit(127);
-	}
-	close(p[1]);
-	int e = 0;
-	ssize_t r;
-	do
-		r = read(p[0], &e, sizeof(e));
-	while (r < 0 && errno == EINTR);
-	close(p[0]);
-	if (r == sizeof(e) && e) {
-		waitpid(c, NULL, 0);
-		return e;
-	}
-	*pid = c;
-	return 0;
-}
-
-// spawn starts the command with posix_spawn (a vfork-style clone: no copy
-// of the shim's address space) in a new session, with the request's env,
-// stdio as its only descriptors and an empty signal mask (every
-// disposition is already the default). The shim has already changed to
-// the command's directory. Returns 0 or an errno.
-static int spawn(pid_t *pid, char **argv, char **envp, int fds[3], const char *tty)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t none;
-	sigemptyset(&none);
-	if (tty)
-		return spawn_tty(pid, argv, envp, tty);
-	if (posix_spawn_file_actions_init(&fa) || posix_spawnattr_init(&at))
-		return ENOMEM;
-	for (int i = 0; i < 3; i++)
-		posix_spawn_file_actions_adddup2(&fa, fds[i], i);
-	// A fresh fd table: stdio only.
-	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
-	extern char **environ;
-	environ = envp; // posix_spawnp searches the PATH of the request's env
-	int err = posix_spawnp(pid, argv[0], &fa, &at, argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	return err;
-}
-
-// open_console opens a terminal in the sandbox's devpts for a TTY exec,
-// sizes it (size = cols<<16 | rows, or 0), and sends its master to the
-// supervisor over sock (SCM_RIGHTS, with the terminal's name), as
-// libcontainer's console socket does. Returns the master (kept open until
-// the command holds the terminal) or -errno.
-static int open_console(int sock, uint32_t size, char *name, size_t n)
-{
-	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (m < 0)
-		return -errno;
-	if (grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, n) != 0) {
-		int e = errno;
-		close(m);
-		return -e;
-	}
-	if (size) {
-		struct winsize ws = {.ws_col = (unsigned short)(size >> 16), .ws_row = (unsigned short)(size & 0xffff)};
-		ioctl(m, TIOCSWINSZ, &ws);
-	}
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	memset(cbuf, 0, sizeof(cbuf));
-	struct iovec iov = {.iov_base = name, .iov_len = strlen(name)};
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &m, sizeof(int));
-	if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) {
-		int e = errno;
-		close(m);
-		return -e;
-	}
-	return m;
-}
-
-// fail_exec reports a failure before the command ran, closes the exec's
-// descriptors, and returns 0: the shim then exits rather than serve
-// another exec.
-static int fail_exec(int sock, int phase, int err, const struct cordon_req *h, int fds[MAX_FDS])
-{
-	fail_status(sock, phase, err);
-	for (int i = 0; i < want_fds(h); i++)
-		close(fds[i]);
-	return 0;
-}
-
-// attrs are the process attributes a command inherits from its shim, as
-// PID 1 had them before any exec ran (attrs_save); the shims get a copy
-// when they fork from it.
-struct cordon_sched_attr {
-	uint32_t size, policy;
-	uint64_t flags;
-	int32_t nice;
-	uint32_t priority;
-	uint64_t runtime, deadline, period;
-	uint32_t util_min, util_max;
-};
-
-static struct {
-	struct rlimit lim[RLIM_NLIMITS];
-	int nice;
-	cpu_set_t cpus;
-	int policy;
-	struct sched_param sp;
-	long ioprio;
-	// sched_getattr's whole record (the EEVDF slice a command can set
-	// with sched_setattr, too), when the kernel and the filter allow it.
-	struct cordon_sched_attr sa;
-	int have_sa;
-} attrs;
-
-static int get_sched_attr(struct cordon_sched_attr *a)
-{
-	memset(a, 0, sizeof(*a));
-	return syscall(SYS_sched_getattr, 0, a, sizeof(*a), 0);
-}
-
-static void attrs_save(void)
-{
-	for (int r = 0; r < RLIM_NLIMITS; r++)
-		getrlimit(r, &attrs.lim[r]);
-	attrs.nice = getpriority(PRIO_PROCESS, 0);
-	sched_getaffinity(0, sizeof(attrs.cpus), &attrs.cpus);
-	attrs.policy = sched_getscheduler(0);
-	sched_getparam(0, &attrs.sp);
-	attrs.ioprio = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
-	attrs.have_sa = get_sched_attr(&attrs.sa) == 0;
-}
-
-// attrs_restore puts the shim's inherited attributes back as attrs has
-// them, before each exec. A command (same uid as PID 1 and the shims) can
-// lower their resource limits (prlimit --pid), raise their nice value
-// (setpriority, PRIO_USER too), narrow their CPU affinity, or change their
-// scheduling policy or I/O priority; without this the commands after it
-// would inherit that silently (a lowered RLIMIT_FSIZE truncates their
-// files). What an unprivileged process cannot undo (a lowered hard limit,
-// a raised nice value) fails: it returns that errno, 0 when all is back.
-static int attrs_restore(void)
-{
-	for (int r = 0; r < RLIM_NLIMITS; r++) {
-		struct rlimit cur;
-		if (getrlimit(r, &cur) < 0)
-			return errno;
-		if ((cur.rlim_cur != attrs.lim[r].rlim_cur || cur.rlim_max != attrs.lim[r].rlim_max) &&
-		    setrlimit(r, &attrs.lim[r]) < 0)
-			return errno;
-	}
-	errno = 0;
-	int n = getpriority(PRIO_PROCESS, 0);
-	if (errno)
-		return errno;
-	if (n != attrs.nice && setpriority(PRIO_PROCESS, 0, attrs.nice) < 0)
-		return errno;
-	// SCHED_RESET_ON_FORK, which a command may set on a shim but only
-	// privilege clears, resets a negative nice value and a real-time
-	// policy in the children: for a shim of the normal policy at nice 0
-	// or above it changes nothing, so it is ignored there, and kept when
-	// a restore is due; elsewhere it cannot be put back, which fails.
-	struct sched_param sp;
-	int pol = sched_getscheduler(0);
-	int harmless = attrs.nice >= 0 && (attrs.policy & ~SCHED_RESET_ON_FORK) == SCHED_OTHER;
-	int mask = harmless ? ~SCHED_RESET_ON_FORK : ~0;
-	int keep = pol >= 0 && harmless ? (pol & SCHED_RESET_ON_FORK) : 0;
-	if (pol < 0 || (pol & mask) != (attrs.policy & mask) || sched_getparam(0, &sp) < 0 ||
-	    sp.sched_priority != attrs.sp.sched_priority) {
-		if (sched_setscheduler(0, attrs.policy | keep, &attrs.sp) < 0)
-			return errno;
-	}
-	cpu_set_t cpus;
-	if (sched_getaffinity(0, sizeof(cpus), &cpus) < 0)
-		return errno;
-	if (!CPU_EQUAL(&cpus, &attrs.cpus) && sched_setaffinity(0, sizeof(attrs.cpus), &attrs.cpus) < 0)
-		return errno;
-	if (syscall(SYS_ioprio_get, 1, 0) != attrs.ioprio && attrs.ioprio >= 0 &&
-	    syscall(SYS_ioprio_set, 1, 0, attrs.ioprio) < 0)
-		return errno;
-	struct cordon_sched_attr sa;
-	const uint64_t clamps = 0x20 | 0x40; // SCHED_FLAG_UTIL_CLAMP_MIN|MAX
-	const uint64_t reset = harmless ? 0x01 : 0; // SCHED_FLAG_RESET_ON_FORK, when ignored
-	if (attrs.have_sa && (get_sched_attr(&sa) < 0 || sa.policy != attrs.sa.policy ||
-			      (sa.flags & ~reset) != (attrs.sa.flags & ~reset) || sa.runtime != attrs.sa.runtime ||
-			      sa.deadline != attrs.sa.deadline || sa.period != attrs.sa.period ||
-			      sa.util_min != attrs.sa.util_min || sa.util_max != attrs.sa.util_max)) {
-		struct cordon_sched_attr want = attrs.sa;
-		want.size = sizeof(want);
-		want.flags = (attrs.sa.flags & ~reset) | (sa.flags & reset);
-		// Only where clamps changed, so kernels without them are not
-		// asked to set any.
-		if (sa.util_min != attrs.sa.util_min || sa.util_max != attrs.sa.util_max)
-			want.flags |= clamps;
-		if (syscall(SYS_sched_setattr, 0, &want, 0) < 0)
-			return errno;
-	}
-	return 0;
-}
-
-// catchable fills set with every signal but SIGKILL and SIGSTOP: all of
+// si_catchable fills set with every signal but SIGKILL and SIGSTOP: all of
 // them are blocked in PID 1 and the shims (the shims inherit PID 1's
 // mask) and read from their signalfd, which covers the same set.
-static void catchable(sigset_t *set)
+void si_catchable(sigset_t *set)
 {
 	sigfillset(set);
 	sigdelset(set, SIGKILL);
 	sigdelset(set, SIGSTOP);
 }
 
-// drain_signals reads and drops every signal waiting on sfd (non-blocking).
+// si_drain_signals reads and drops every signal waiting on sfd (non-blocking).
 // A blocked signal nobody reads stays queued, charged to a user: a command
 // (same uid) that sent PID 1 or a shim real-time signals would fill the
 // user's RLIMIT_SIGPENDING on the host for as long as the session lived. Read at once, they cost nothing. Only SIGCHLD means
 // anything here, and its waiters call waitpid after a drain anyway.
-static void drain_signals(int sfd)
+void si_drain_signals(int sfd)
 {
 	struct signalfd_siginfo si[16];
 	while (read(sfd, si, sizeof(si)) > 0)
 		;
 }
 
-// run_exec runs one exec (see the file comment) and reports its status on
-// sock. sfd is the shim's signalfd (every catchable signal, SIGCHLD the
-// one that counts). It returns 1 when the
-// shim is left as it was before the exec (no process of it left, nothing
-// of the exec held), so that it can serve another, which it then says in
-// the status record; 0 when it must exit.
-static int run_exec(const struct cordon_req *h, char *payload, char **argv, char **envp, int fds[MAX_FDS], int sock,
-		    int sfd)
-{
-	// Split the payload: cwd, argv..., env... (each NUL-terminated).
-	char *p = payload, *end = payload + h->len;
-	const char *cwd = p;
-	p += strlen(p) + 1;
-	for (uint32_t i = 0; i < h->nargv; i++) {
-		if (p >= end)
-			return fail_exec(sock, PHASE_SHIM, EINVAL, h, fds);
-		argv[i] = p;
-		p += strlen(p) + 1;
-	}
-	for (uint32_t i = 0; i < h->nenv; i++) {
-		if (p >= end)
-			return fail_exec(sock, PHASE_SHIM, EINVAL, h, fds);
-		envp[i] = p;
-		p += strlen(p) + 1;
-	}
-	argv[h->nargv] = NULL;
-	envp[h->nenv] = NULL;
-	int ae = attrs_restore();
-	if (ae)
-		return fail_exec(sock, PHASE_ATTRS, ae, h, fds);
-	if (chdir(cwd) < 0) {
-		int e = errno;
-		dprintf(fds[2], "cordon: cannot change to directory %s: %s\n", cwd, strerror(e));
-		return fail_exec(sock, PHASE_CHDIR, e, h, fds);
-	}
-	// With FLAG_CGROUP the shim moves itself into the exec's leaf before
-	// it spawns the command, so the command and all it forks are charged
-	// there, and back home once they are gone.
-	int leaf = -1, home = -1;
-	if (h->flags & FLAG_CGROUP) {
-		leaf = fds[stdio_fds(h)];
-		home = fds[stdio_fds(h) + 1];
-		if (write(leaf, "0", 1) != 1)
-			return fail_exec(sock, PHASE_SHIM, errno, h, fds);
-	}
-	char ttyname[128];
-	int master = -1;
-	if (h->flags & FLAG_TTY) {
-		master = open_console(fds[3], (uint32_t)h->sig, ttyname, sizeof(ttyname));
-		if (master < 0)
-			return fail_exec(sock, PHASE_SHIM, -master, h, fds);
-	}
-	pid_t cmd = 0;
-	extern char **environ;
-	char **saved = environ;
-	int err = spawn(&cmd, argv, envp, fds, master >= 0 ? ttyname : NULL);
-	environ = saved; // envp lives in the payload, freed after the exec
-	if (err && master < 0)
-		dprintf(fds[2], "cordon: cannot execute %s: %s\n", argv[0], strerror(err));
-	if (err && master >= 0) {
-		int sl = open(ttyname, O_RDWR | O_NOCTTY | O_CLOEXEC);
-		if (sl >= 0) {
-			dprintf(sl, "cordon: cannot execute %s: %s\n", argv[0], strerror(err));
-			close(sl);
-		}
-	}
-	if (master >= 0)
-		close(master);
-	if (err)
-		return fail_exec(sock, PHASE_EXEC, err, h, fds);
-	for (int i = 0; i < stdio_fds(h); i++)
-		close(fds[i]);
-	if (leaf >= 0)
-		close(leaf);
-	struct cordon_status st = {.magic = STATUS_MAGIC, .version = PROTO_VERSION, .phase = PHASE_RAN};
-
-	int cmd_done = 0, wst = 0, gone = 0, attrs_err = 0;
-	struct rusage ru;
-	memset(&ru, 0, sizeof(ru));
-	struct pollfd pf[2] = {{.fd = sfd, .events = POLLIN}, {.fd = sock, .events = POLLIN}};
-	while (!cmd_done) {
-		if (poll(pf, 2, -1) < 0)
-			continue;
-		if (pf[1].revents) {
-			// Only the supervisor holds the other end of this socket: a
-			// signal request, or EOF when it gave up on the exec (or is
-			// gone), which kills the tree as a timeout does.
-			struct cordon_req q;
-			int ok = read_full(sock, &q, sizeof(q)) == 0 && q.magic == REQ_MAGIC &&
-				 q.version == PROTO_VERSION && q.type == REQ_SIGNAL;
-			if (!ok || q.sig == CORDON_SIG_KILLTREE) {
-				if (!ok) {
-					pf[1].fd = -1;
-					gone = 1;
-				}
-				st.flags |= STATUS_KILLED;
-				if ((attrs_err = kill_tree(cmd, &cmd_done, &wst, &ru)))
-					break;
-			} else if (q.sig > 0 && q.sig < NSIG) {
-				kill(-cmd, q.sig);
-			}
-			continue;
-		}
-		if (!pf[0].revents)
-			continue;
-		drain_signals(sfd);
-		int s;
-		struct rusage r2;
-		pid_t w;
-		while ((w = wait4(-1, &s, WNOHANG | WUNTRACED, &r2)) > 0) {
-			if (WIFSTOPPED(s)) {
-				// Nothing in the sandbox can resume a stopped process
-				// of this exec (no terminal, no job control): continue
-				// it rather than hang until the timeout, as the cold
-				// init does.
-				kill(w, SIGCONT);
-				continue;
-			}
-			if (w == cmd) {
-				cmd_done = 1;
-				wst = s;
-				ru = r2;
-			}
-		}
-	}
-	// Detached processes stay this shim's children, so it does not serve
-	// again: when it exits they reparent to PID 1, which reaps them.
-	int again = !(h->flags & (FLAG_DETACH | FLAG_TTY)) && !gone;
-	if (!attrs_err && !(h->flags & FLAG_DETACH))
-		attrs_err = kill_tree(cmd, &cmd_done, &wst, &ru);
-	if (attrs_err) {
-		st.phase = PHASE_ATTRS;
-		st.err = attrs_err;
-		again = 0;
-	}
-	// Hold no directory of the exec's while idle, and wait home: out of
-	// the leaf, which the supervisor removes.
-	if (again && chdir("/") < 0)
-		again = 0;
-	if (again && home >= 0 && write(home, "0", 1) != 1)
-		again = 0;
-	if (home >= 0)
-		close(home);
-	if (again)
-		st.flags |= STATUS_AGAIN;
-	st.wstatus = wst;
-	st.utime_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
-	st.stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
-	st.maxrss_kb = ru.ru_maxrss;
-	write_status(sock, &st);
-	return again;
-}
 
 // shim is a process forked from PID 1 ahead of its first exec. It waits
 // on its socket for an EXEC request and runs it; when that left nothing
@@ -687,7 +191,7 @@ static void shim(int sock)
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 		_exit(1);
 	sigset_t set;
-	catchable(&set);
+	si_catchable(&set);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		_exit(1);
@@ -697,31 +201,31 @@ static void shim(int sock)
 		if (poll(pf, 2, -1) < 0 && errno != EINTR)
 			_exit(0);
 		if (pf[0].revents)
-			drain_signals(sfd);
+			si_drain_signals(sfd);
 		if (!pf[1].revents)
 			continue;
 		// Before the request is read: a lowered RLIMIT_NOFILE would
 		// drop the descriptors it carries. What cannot be put back
 		// is said in a status record, unasked, and the shim exits.
-		int ae = attrs_restore();
+		int ae = si_attrs_restore();
 		if (ae) {
-			fail_status(sock, PHASE_ATTRS, ae);
+			si_fail_status(sock, PHASE_ATTRS, ae);
 			_exit(0);
 		}
 		struct cordon_req h;
 		int fds[MAX_FDS];
-		int nfds = recv_header(sock, &h, fds);
+		int nfds = si_recv_header(sock, &h, fds);
 		if (nfds < 0 || h.magic != REQ_MAGIC || h.version != PROTO_VERSION || h.type != REQ_EXEC ||
-		    nfds != want_fds(&h) || h.len > MAX_PAYLOAD || h.nargv == 0)
+		    nfds != si_want_fds(&h) || h.len > MAX_PAYLOAD || h.nargv == 0)
 			_exit(0);
 		// Each string takes a byte at least; argv and envp end in NULL.
 		char *payload = malloc(h.len + 1);
 		char **argv = h.nargv <= h.len ? calloc(h.nargv + 1, sizeof(char *)) : NULL;
 		char **envp = h.nenv <= h.len ? calloc(h.nenv + 1, sizeof(char *)) : NULL;
-		if (!payload || !argv || !envp || read_full(sock, payload, h.len) < 0)
+		if (!payload || !argv || !envp || si_read_full(sock, payload, h.len) < 0)
 			_exit(0);
 		payload[h.len] = '\0';
-		int again = run_exec(&h, payload, argv, envp, fds, sock, sfd);
+		int again = si_run_exec(&h, payload, argv, envp, fds, sock, sfd);
 		free(payload);
 		free(argv);
 		free(envp);
@@ -749,7 +253,7 @@ static void handle_spare(int fds[MAX_FDS], int nfds)
 		// exec the supervisor sends there fails alone, typed, and the
 		// session goes on.
 		if (pid < 0)
-			fail_status(fds[i], PHASE_SHIM, errno);
+			si_fail_status(fds[i], PHASE_SHIM, errno);
 	}
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
@@ -772,7 +276,7 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 	// The listener, when the filter has one, goes to the supervisor's
 	// broker over the control socket, before "R".
 	cordon_load_seccomp(CTRL_FD);
-	attrs_save();
+	si_attrs_save();
 
 	// Default dispositions for every signal, once: the commands forked
 	// from here inherit them and need not reset each.
@@ -780,7 +284,7 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 		if (s != SIGKILL && s != SIGSTOP)
 			signal(s, SIG_DFL);
 	sigset_t set;
-	catchable(&set);
+	si_catchable(&set);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
 		sdie("sigprocmask failed");
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -801,7 +305,7 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 			sdie("poll failed");
 		}
 		if (p[0].revents & POLLIN) {
-			drain_signals(sfd);
+			si_drain_signals(sfd);
 			int st;
 			pid_t w;
 			while ((w = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
@@ -819,13 +323,13 @@ __attribute__((constructor)) static void cordon_session_init(int argc, char **ar
 		// PID 1's own attributes too, before the request's descriptors
 		// and the forks that inherit them. What cannot be put back ends
 		// the session: the supervisor reads why from the byte.
-		if (attrs_restore()) {
+		if (si_attrs_restore()) {
 			(void)!write(CTRL_FD, &(char){CTRL_ABORT}, 1);
 			_exit(0);
 		}
 		struct cordon_req h;
 		int fds[MAX_FDS];
-		int nfds = recv_header(CTRL_FD, &h, fds);
+		int nfds = si_recv_header(CTRL_FD, &h, fds);
 		if (nfds < 0)
 			_exit(0); // the supervisor is gone: end the sandbox
 		if (h.magic != REQ_MAGIC || h.version != PROTO_VERSION || h.type != REQ_SPARE || h.len != 0)

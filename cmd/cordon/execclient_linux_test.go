@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/internal/session"
 )
 
 // init serves as the fake session server of checkPidnsImpostor when this
@@ -28,10 +30,10 @@ func init() {
 	}
 }
 
-// fullClientEnv makes the fast path of `cordon exec` (execfast_linux.c)
-// leave the exec to the full client: a request above its 256 KiB buffer.
-// The padding changes nothing else: env.pass picks what the command sees.
-func fullClientEnv() []string {
+// goClientEnv makes `cordon exec`'s C client (execclient_linux.c) leave
+// the exec to the Go client: a request above its 256 KiB buffer. The
+// padding changes nothing else: env.pass picks what the command sees.
+func goClientEnv() []string {
 	var env []string
 	for i := 0; i < 3; i++ {
 		env = append(env, fmt.Sprintf("CORDON_TEST_PAD_%d=%s", i, strings.Repeat("x", 100<<10)))
@@ -72,21 +74,23 @@ func runExecCmd(t *testing.T, c *exec.Cmd) cliResult {
 	return r
 }
 
-// execBoth runs `cordon exec ARGS` through the fast path and through the
-// full client.
+// execBoth runs `cordon exec ARGS` through the C client and through the Go
+// client.
 func execBoth(t *testing.T, u sessionUser, stdin string, args ...string) (fast, full cliResult) {
 	t.Helper()
 	fast = runExecCmd(t, u.execCmd(stdin, nil, args...))
-	full = runExecCmd(t, u.execCmd(stdin, fullClientEnv(), args...))
+	full = runExecCmd(t, u.execCmd(stdin, goClientEnv(), args...))
 	return fast, full
 }
 
-// clientPath starts `cordon exec NAME -- sh -c 'echo ready; cat'` and
-// tells which client serves it: the fast path never allocates, so its
-// process has no [heap]; the full client's (malloc) has one.
-func clientPath(t *testing.T, u sessionUser, name string, extra []string) string {
+// clientPath starts `cordon exec NAME FLAGS -- sh -c 'echo ready; cat'`
+// and tells which client serves it: the C client at the entry point never
+// allocates, so its process has no [heap]; the Go client's (the C
+// library's start, then Go's) has one.
+func clientPath(t *testing.T, u sessionUser, name string, extra []string, flags ...string) string {
 	t.Helper()
-	c := u.execCmd("", extra, "exec", name, "--", "sh", "-c", "echo ready; cat")
+	args := append(append([]string{"exec", name}, flags...), "--", "sh", "-c", "echo ready; cat")
+	c := u.execCmd("", extra, args...)
 	in, err := c.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -95,37 +99,47 @@ func clientPath(t *testing.T, u sessionUser, name string, extra []string) string
 	if err != nil {
 		t.Fatal(err)
 	}
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { in.Close(); _ = c.Wait() }()
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("no ready line: %q %v", line, err)
+		in.Close()
+		_ = c.Wait()
+		t.Fatalf("%q: no ready line: %q %v; stderr %q", c.Args, line, err, stderr.String())
 	}
 	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", c.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if bytes.Contains(maps, []byte("[heap]")) {
-		return "full"
+		return "go"
 	}
-	return "fast"
+	return "c"
 }
 
-// The fast path and the full client give the same stdout, stderr and exit
+// The C client and the Go client give the same stdout, stderr and exit
 // code for every outcome, root and rootless: output, stdin, an exit code,
 // a signal (128+n), a timeout, a command not found, --cwd, a missing
-// session, a stale socket and a stopped session.
-func TestExecFastPathMatchesFullClient(t *testing.T) {
+// session, a stale socket and a stopped session. The C client serves every
+// flag of a non-terminal exec; what it leaves the Go client serves.
+func TestExecCClientMatchesGoClient(t *testing.T) {
 	for _, u := range sessionUsers(t) {
 		t.Run(u.name, func(t *testing.T) {
 			name := uniqueName("fast")
 			startNamed(t, u, name)
-			if p := clientPath(t, u, name, nil); p != "fast" {
-				t.Fatalf("a plain exec was served by the %s client, not the fast path", p)
+			// --memory too (TestExecWireCEncodesGoDecodes), which a cgroup v1
+			// host refuses before the command runs.
+			for _, flags := range [][]string{nil, {"--sandbox", "--json"},
+				{"--timeout=1h", "--cwd", "/tmp", "--report", filepath.Join(u.ws, "path.json")}} {
+				if p := clientPath(t, u, name, nil, flags...); p != "c" {
+					t.Fatalf("an exec with flags %q was served by the %s client, not the C one", flags, p)
+				}
 			}
-			if p := clientPath(t, u, name, fullClientEnv()); p != "full" {
-				t.Fatalf("a padded exec was served by the %s client, not the full one", p)
+			if p := clientPath(t, u, name, goClientEnv()); p != "go" {
+				t.Fatalf("a padded exec was served by the %s client, not the Go one", p)
 			}
 			stale := uniqueName("stale")
 			makeStaleSession(t, u, stale)
@@ -151,14 +165,14 @@ func TestExecFastPathMatchesFullClient(t *testing.T) {
 			for _, tc := range cases {
 				fast, full := execBoth(t, u, tc.stdin, tc.args...)
 				if fast.code != tc.code || fast.stdout != tc.stdout || !strings.Contains(fast.stderr, tc.stderrHas) {
-					t.Errorf("%s: fast path: exit %d stdout %q stderr %q; want exit %d stdout %q stderr with %q",
+					t.Errorf("%s: C client: exit %d stdout %q stderr %q; want exit %d stdout %q stderr with %q",
 						tc.name, fast.code, fast.stdout, fast.stderr, tc.code, tc.stdout, tc.stderrHas)
 				}
 				if tc.name == "timeout" { // its message says how long the command ran
 					fast.stderr, full.stderr = "", ""
 				}
 				if fast != full {
-					t.Errorf("%s: the fast path and the full client differ:\nfast %+v\nfull %+v", tc.name, fast, full)
+					t.Errorf("%s: the C and the Go client differ:\nC  %+v\nGo %+v", tc.name, fast, full)
 				}
 			}
 			checkFastReports(t, u, name)
@@ -167,14 +181,14 @@ func TestExecFastPathMatchesFullClient(t *testing.T) {
 			}
 			fast, full := execBoth(t, u, "", "exec", name, "--", "true")
 			if fast.code != 125 || !strings.Contains(fast.stderr, "cordon: session_gone: session "+name+" is not running") || fast != full {
-				t.Fatalf("exec after stop:\nfast %+v\nfull %+v", fast, full)
+				t.Fatalf("exec after stop:\nC  %+v\nGo %+v", fast, full)
 			}
 		})
 	}
 }
 
-// checkFastReports: --report and --json give the same report through both
-// clients (the fields that do not vary between two runs), a report is
+// checkFastReports: --report and --json give the same report through the C
+// and the Go client (the fields that do not vary between two runs), a report is
 // written for a session that is gone, and a command's own "--report X"
 // (after the command, with no "--") is not cordon's.
 func checkFastReports(t *testing.T, u sessionUser, name string) {
@@ -183,7 +197,7 @@ func checkFastReports(t *testing.T, u sessionUser, name string) {
 	for _, client := range []struct {
 		name string
 		env  []string
-	}{{"fast", nil}, {"full", fullClientEnv()}} {
+	}{{"c", nil}, {"go", goClientEnv()}} {
 		for _, tc := range []struct {
 			session string
 			code    int
@@ -205,10 +219,10 @@ func checkFastReports(t *testing.T, u sessionUser, name string) {
 		}
 	}
 	for _, session := range []string{name, "cordon-no-such-session"} {
-		fast, full := reports["fast"+session], reports["full"+session]
+		fast, full := reports["c"+session], reports["go"+session]
 		for _, k := range []string{"exit_code", "failure_type", "failure_detail", "backend"} {
 			if fmt.Sprint(fast[k]) != fmt.Sprint(full[k]) {
-				t.Errorf("session %s: the reports differ in %s: fast %v, full %v", session, k, fast[k], full[k])
+				t.Errorf("session %s: the reports differ in %s: C %v, Go %v", session, k, fast[k], full[k])
 			}
 		}
 	}
@@ -371,12 +385,11 @@ func writeInfo(t *testing.T, dir string, pid int) {
 
 // The client treats the server's reply as untrusted: a bad magic, an exit
 // code above 255, lengths beyond the cap or a reply cut short are refused
-// with session_gone (exit 125), by the fast path and the full client
-// alike. The fake server runs as root, so as root only.
+// with session_gone (exit 125), by the C and the Go client alike. The fake server runs as root, so as root only.
 func TestExecClientRefusesMalformedReplies(t *testing.T) {
 	testenvRoot(t)
 	u := sessionUser{name: "root", bin: cordonBin(t), ws: t.TempDir(), state: "/run/cordon"}
-	const magic, version = 0x52445243, 1
+	const magic, version = session.WireRespMagic, 1
 	cases := []struct {
 		name      string
 		reply     []byte
@@ -401,7 +414,7 @@ func TestExecClientRefusesMalformedReplies(t *testing.T) {
 			writeInfo(t, dir, os.Getpid())
 			fast, full := execBoth(t, u, "", "exec", name, "--", "true")
 			if fast.code != tc.code || !strings.Contains(fast.stderr, tc.stderrHas) || fast != full {
-				t.Fatalf("want exit %d and %q:\nfast %+v\nfull %+v", tc.code, tc.stderrHas, fast, full)
+				t.Fatalf("want exit %d and %q:\nC  %+v\nGo %+v", tc.code, tc.stderrHas, fast, full)
 			}
 			if _, fds, conns := srv.got(); conns != 2 || fds != 6 {
 				t.Fatalf("the server saw %d connections and %d descriptors; want 2 and 6 (it passed the check)", conns, fds)
@@ -426,7 +439,7 @@ func testenvRoot(t *testing.T) {
 func TestExecClientVerifiesTheServer(t *testing.T) {
 	for _, u := range sessionUsers(t) {
 		t.Run(u.name, func(t *testing.T) {
-			reply := fakeReply(0x52445243, 1, 0, 0, 0, "")
+			reply := fakeReply(session.WireRespMagic, 1, 0, 0, 0, "")
 			type setup func(t *testing.T, dir string) *fakeServer
 			inProcess := func(pid int) setup {
 				return func(t *testing.T, dir string) *fakeServer {
@@ -462,7 +475,7 @@ func TestExecClientVerifiesTheServer(t *testing.T) {
 					fast, full := execBoth(t, u, "", "exec", name, "--", "true")
 					want := "cordon: session_gone: session " + name + " is not running (" + tc.why + ")"
 					if fast.code != 125 || !strings.Contains(fast.stderr, want) || fast != full {
-						t.Fatalf("want exit 125 and %q:\nfast %+v\nfull %+v", want, fast, full)
+						t.Fatalf("want exit 125 and %q:\nC  %+v\nGo %+v", want, fast, full)
 					}
 					srv.close()
 					if n, fds, conns := srv.got(); n != 0 || fds != 0 || conns == 0 {
@@ -530,7 +543,7 @@ func checkPidnsImpostor(t *testing.T, u sessionUser) {
 	fast, full := execBoth(t, u, "", "exec", name, "--", "true")
 	want := "cordon: session_gone: session " + name + " is not running (its socket is served from inside a sandbox, not by its supervisor)"
 	if fast.code != 125 || !strings.Contains(fast.stderr, want) || fast != full {
-		t.Fatalf("want exit 125 and %q:\nfast %+v\nfull %+v", want, fast, full)
+		t.Fatalf("want exit 125 and %q:\nC  %+v\nGo %+v", want, fast, full)
 	}
 	in.Close()
 	stats, _ := io.ReadAll(br)
@@ -548,7 +561,7 @@ func fakeServerMain(sock string) {
 		fmt.Println(err)
 		os.Exit(1)
 	}
-	s := &fakeServer{l: l, reply: fakeReply(0x52445243, 1, 0, 0, 0, "")}
+	s := &fakeServer{l: l, reply: fakeReply(session.WireRespMagic, 1, 0, 0, 0, "")}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
