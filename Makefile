@@ -79,8 +79,8 @@ fuzz: ## run each fuzz target for FUZZTIME (60s) each
 	$(GO) test ./spec/ -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./mounts/ -run '^$$' -fuzz FuzzResolve -fuzztime $(FUZZTIME)
 	$(GO) test -tags '$(TAGS)' ./runner/linux/internal/pid1/ -run '^$$' -fuzz FuzzDecodeStatus -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/session/ -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/session/ -run '^$$' -fuzz FuzzReadResponse -fuzztime $(FUZZTIME)
+	$(GO) test ./cmd/cordon/internal/sessiond/ -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME)
+	$(GO) test ./cmd/cordon/internal/sessiond/ -run '^$$' -fuzz FuzzReadResponse -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/netguard/ -run '^$$' -fuzz FuzzRequestHead -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/netguard/ -run '^$$' -fuzz FuzzDNSAnswer -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/netguard/ -run '^$$' -fuzz FuzzServerName -fuzztime $(FUZZTIME) -fuzzminimizetime 10s

@@ -24,7 +24,7 @@ func TestFrontEndsImportNoBackend(t *testing.T) {
 		"github.com/cordon-run/cordon/internal/attach",
 		"github.com/opencontainers/runc",
 	}
-	for _, dir := range []string{"cmd/cordon", "cmd/cordon/internal/mcpserver", "internal/session"} {
+	for _, dir := range []string{"cmd/cordon", "cmd/cordon/internal/mcpserver", "cmd/cordon/internal/sessiond"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no Go files in %s: %v", dir, err)
@@ -82,9 +82,8 @@ func TestOnlyTheRootImportsTheLinuxBackend(t *testing.T) {
 // would make the house a loop of floors). Tests may.
 func TestInternalImportsNothingAbove(t *testing.T) {
 	const module = "github.com/cordon-run/cordon"
-	// The OCI runtime reuses the backend's broker policy, and the session
-	// server is a front end (issue 24 moves both).
-	exempt := map[string]bool{"internal/ociruntime": true, "internal/session": true}
+	// The OCI runtime reuses the backend's broker policy.
+	exempt := map[string]bool{"internal/ociruntime": true}
 	err := filepath.WalkDir("internal", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || exempt[filepath.Dir(p)] {
 			return err

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon"
-	"github.com/cordon-run/cordon/internal/session"
+	"github.com/cordon-run/cordon/cmd/cordon/internal/sessiond"
 )
 
 // The Go client of `cordon exec`. On amd64 the common exec never reaches
@@ -144,7 +144,7 @@ func parseExecFlags(args []string) (*execFlags, int, string) {
 		return nil, exitConfig, "cordon exec: no session name given\n" + execUsage
 	case first < 0 || first >= len(args):
 		return nil, exitConfig, "cordon exec: no command given; fix: cordon exec NAME [flags] -- CMD [ARG...]\n"
-	case session.CheckName(f.name) != nil:
+	case sessiond.CheckName(f.name) != nil:
 		return nil, exitConfig, fmt.Sprintf("cordon exec: invalid session name \"%s\": use 1-64 of A-Z a-z 0-9 . _ - starting with a letter or digit\n", truncate(f.name, 200))
 	case len(f.cwd) > 4096:
 		return nil, exitConfig, "cordon exec: --cwd is longer than 4096 bytes\n"
@@ -214,7 +214,7 @@ func (c *execClient) restoreTTY() {
 // exec sends the request and relays the exchange: the signals while the
 // command runs, then the reply's message, report and exit code.
 func (c *execClient) exec(f *execFlags) int {
-	conn, err := session.DialExec(cordon.StateDir(), f.name)
+	conn, err := sessiond.DialExec(cordon.StateDir(), f.name)
 	if err != nil {
 		return c.gone(err)
 	}
@@ -259,7 +259,7 @@ func (c *execClient) exec(f *execFlags) int {
 			opts["input"] = hex.EncodeToString(ahead)
 		}
 	}
-	req, err := session.EncodeExec(opts, f.argv, os.Environ())
+	req, err := sessiond.EncodeExec(opts, f.argv, os.Environ())
 	if err != nil {
 		c.restoreTTY()
 		fmt.Fprintf(os.Stderr, "cordon exec: %v\n", err)
@@ -275,16 +275,16 @@ func (c *execClient) exec(f *execFlags) int {
 	signal.Notify(sigs, fwd...)
 	defer signal.Stop(sigs)
 	if err := sendExec(conn, req); err != nil {
-		return c.gone(&session.GoneError{Name: f.name, Why: session.WhyHungUp})
+		return c.gone(&sessiond.GoneError{Name: f.name, Why: sessiond.WhyHungUp})
 	}
 	go forwardSignals(conn, sigs)
-	code, msg, report, err := session.ReadResponse(conn)
+	code, msg, report, err := sessiond.ReadResponse(conn)
 	if err != nil {
-		why := session.WhyEnded
-		if errors.Is(err, session.ErrProtocol) {
-			why = session.WhyMalformed
+		why := sessiond.WhyEnded
+		if errors.Is(err, sessiond.ErrProtocol) {
+			why = sessiond.WhyMalformed
 		}
-		return c.gone(&session.GoneError{Name: f.name, Why: why})
+		return c.gone(&sessiond.GoneError{Name: f.name, Why: why})
 	}
 	c.restoreTTY()
 	fmt.Fprint(os.Stderr, msg)
@@ -314,9 +314,9 @@ func sendExec(conn *net.UnixConn, req []byte) error {
 func forwardSignals(conn *net.UnixConn, sigs <-chan os.Signal) {
 	for s := range sigs {
 		sig := s.(syscall.Signal)
-		b := session.SignalFrame(int(sig))
+		b := sessiond.SignalFrame(int(sig))
 		if sig == syscall.SIGWINCH {
-			b = session.WinchFrame(termSize())
+			b = sessiond.WinchFrame(termSize())
 		}
 		if _, err := conn.Write(b); err != nil {
 			return

@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cordon-run/cordon/internal/session"
+	"github.com/cordon-run/cordon/cmd/cordon/internal/sessiond"
 )
 
 // init serves as the fake session server of checkPidnsImpostor when this
@@ -389,7 +389,7 @@ func writeInfo(t *testing.T, dir string, pid int) {
 func TestExecClientRefusesMalformedReplies(t *testing.T) {
 	testenvRoot(t)
 	u := sessionUser{name: "root", bin: cordonBin(t), ws: t.TempDir(), state: "/run/cordon"}
-	const magic, version = session.WireRespMagic, 1
+	const magic, version = sessiond.WireRespMagic, 1
 	cases := []struct {
 		name      string
 		reply     []byte
@@ -439,7 +439,7 @@ func testenvRoot(t *testing.T) {
 func TestExecClientVerifiesTheServer(t *testing.T) {
 	for _, u := range sessionUsers(t) {
 		t.Run(u.name, func(t *testing.T) {
-			reply := fakeReply(session.WireRespMagic, 1, 0, 0, 0, "")
+			reply := fakeReply(sessiond.WireRespMagic, 1, 0, 0, 0, "")
 			type setup func(t *testing.T, dir string) *fakeServer
 			inProcess := func(pid int) setup {
 				return func(t *testing.T, dir string) *fakeServer {
@@ -561,7 +561,7 @@ func fakeServerMain(sock string) {
 		fmt.Println(err)
 		os.Exit(1)
 	}
-	s := &fakeServer{l: l, reply: fakeReply(session.WireRespMagic, 1, 0, 0, 0, "")}
+	s := &fakeServer{l: l, reply: fakeReply(sessiond.WireRespMagic, 1, 0, 0, 0, "")}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

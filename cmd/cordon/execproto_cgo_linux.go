@@ -19,7 +19,7 @@ import (
 	"unsafe"
 
 	"github.com/cordon-run/cordon"
-	"github.com/cordon-run/cordon/internal/session"
+	"github.com/cordon-run/cordon/cmd/cordon/internal/sessiond"
 )
 
 // The exec protocol of the C client (execproto_linux.h) against the Go
@@ -27,30 +27,30 @@ import (
 // (runner/exitcodes.h, execproto_linux.h) against the Go ones, checked when this package builds: each line is an array whose
 // length is the difference, and it compiles only when that is zero.
 var (
-	_ [C.EXEC_REQ_MAGIC - session.WireReqMagic]struct{}
-	_ [session.WireReqMagic - C.EXEC_REQ_MAGIC]struct{}
-	_ [C.EXEC_RESP_MAGIC - session.WireRespMagic]struct{}
-	_ [session.WireRespMagic - C.EXEC_RESP_MAGIC]struct{}
-	_ [C.EXEC_SIG_MAGIC - session.WireSigMagic]struct{}
-	_ [session.WireSigMagic - C.EXEC_SIG_MAGIC]struct{}
-	_ [C.EXEC_WINCH_MAGIC - session.WireWinchMagic]struct{}
-	_ [session.WireWinchMagic - C.EXEC_WINCH_MAGIC]struct{}
-	_ [C.EXEC_PROTO_VERSION - session.WireVersion]struct{}
-	_ [session.WireVersion - C.EXEC_PROTO_VERSION]struct{}
-	_ [C.EXEC_REQ_EXEC - session.WireReqExec]struct{}
-	_ [session.WireReqExec - C.EXEC_REQ_EXEC]struct{}
-	_ [C.EXEC_REQ_STOP - session.WireReqStop]struct{}
-	_ [session.WireReqStop - C.EXEC_REQ_STOP]struct{}
-	_ [C.EXEC_MAX_PAYLOAD - session.WireMaxPayload]struct{}
-	_ [session.WireMaxPayload - C.EXEC_MAX_PAYLOAD]struct{}
-	_ [C.EXEC_MAX_RESPONSE - session.WireMaxResponse]struct{}
-	_ [session.WireMaxResponse - C.EXEC_MAX_RESPONSE]struct{}
-	_ [unsafe.Sizeof(C.struct_cordon_exec_req{}) - session.WireReqHeader]struct{}
-	_ [session.WireReqHeader - unsafe.Sizeof(C.struct_cordon_exec_req{})]struct{}
-	_ [unsafe.Sizeof(C.struct_cordon_exec_resp{}) - session.WireRespHeader]struct{}
-	_ [session.WireRespHeader - unsafe.Sizeof(C.struct_cordon_exec_resp{})]struct{}
-	_ [unsafe.Sizeof(C.struct_cordon_exec_frame{}) - session.WireSigFrame]struct{}
-	_ [session.WireSigFrame - unsafe.Sizeof(C.struct_cordon_exec_frame{})]struct{}
+	_ [C.EXEC_REQ_MAGIC - sessiond.WireReqMagic]struct{}
+	_ [sessiond.WireReqMagic - C.EXEC_REQ_MAGIC]struct{}
+	_ [C.EXEC_RESP_MAGIC - sessiond.WireRespMagic]struct{}
+	_ [sessiond.WireRespMagic - C.EXEC_RESP_MAGIC]struct{}
+	_ [C.EXEC_SIG_MAGIC - sessiond.WireSigMagic]struct{}
+	_ [sessiond.WireSigMagic - C.EXEC_SIG_MAGIC]struct{}
+	_ [C.EXEC_WINCH_MAGIC - sessiond.WireWinchMagic]struct{}
+	_ [sessiond.WireWinchMagic - C.EXEC_WINCH_MAGIC]struct{}
+	_ [C.EXEC_PROTO_VERSION - sessiond.WireVersion]struct{}
+	_ [sessiond.WireVersion - C.EXEC_PROTO_VERSION]struct{}
+	_ [C.EXEC_REQ_EXEC - sessiond.WireReqExec]struct{}
+	_ [sessiond.WireReqExec - C.EXEC_REQ_EXEC]struct{}
+	_ [C.EXEC_REQ_STOP - sessiond.WireReqStop]struct{}
+	_ [sessiond.WireReqStop - C.EXEC_REQ_STOP]struct{}
+	_ [C.EXEC_MAX_PAYLOAD - sessiond.WireMaxPayload]struct{}
+	_ [sessiond.WireMaxPayload - C.EXEC_MAX_PAYLOAD]struct{}
+	_ [C.EXEC_MAX_RESPONSE - sessiond.WireMaxResponse]struct{}
+	_ [sessiond.WireMaxResponse - C.EXEC_MAX_RESPONSE]struct{}
+	_ [unsafe.Sizeof(C.struct_cordon_exec_req{}) - sessiond.WireReqHeader]struct{}
+	_ [sessiond.WireReqHeader - unsafe.Sizeof(C.struct_cordon_exec_req{})]struct{}
+	_ [unsafe.Sizeof(C.struct_cordon_exec_resp{}) - sessiond.WireRespHeader]struct{}
+	_ [sessiond.WireRespHeader - unsafe.Sizeof(C.struct_cordon_exec_resp{})]struct{}
+	_ [unsafe.Sizeof(C.struct_cordon_exec_frame{}) - sessiond.WireSigFrame]struct{}
+	_ [sessiond.WireSigFrame - unsafe.Sizeof(C.struct_cordon_exec_frame{})]struct{}
 	_ [C.CORDON_EXIT_SETUP - cordon.ExitSetupError]struct{}
 	_ [cordon.ExitSetupError - C.CORDON_EXIT_SETUP]struct{}
 	_ [C.CORDON_EXIT_CONFIG - exitConfig]struct{}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cordon-run/cordon/internal/session"
+	"github.com/cordon-run/cordon/cmd/cordon/internal/sessiond"
 )
 
 // What the C client encodes, the Go server decodes to what the command
@@ -55,8 +55,8 @@ func TestExecWireCEncodesGoDecodes(t *testing.T) {
 			if !ok {
 				t.Fatalf("the C client left %q to the Go client", tc.args)
 			}
-			typ, opts, argv, gotEnv, err := session.DecodeRequest(req)
-			if err != nil || typ != session.WireReqExec || !reflect.DeepEqual(opts, tc.opts) || !reflect.DeepEqual(argv, tc.argv) ||
+			typ, opts, argv, gotEnv, err := sessiond.DecodeRequest(req)
+			if err != nil || typ != sessiond.WireReqExec || !reflect.DeepEqual(opts, tc.opts) || !reflect.DeepEqual(argv, tc.argv) ||
 				!reflect.DeepEqual(gotEnv, env) {
 				t.Fatalf("decoded type %d opts %v argv %q env %q, %v; want opts %v argv %q env %q", typ, opts, argv, gotEnv, err, tc.opts, tc.argv, env)
 			}
@@ -74,24 +74,24 @@ func TestExecWireCEncodesGoDecodes(t *testing.T) {
 // and report of at most the cap in all, nothing else.
 func TestExecWireGoEncodesCDecodes(t *testing.T) {
 	header := func(magic, version, code, ml, rl uint32) []byte {
-		h := make([]byte, session.WireRespHeader)
+		h := make([]byte, sessiond.WireRespHeader)
 		le := binary.NativeEndian
 		for i, v := range []uint32{magic, version, code, ml, rl} {
 			le.PutUint32(h[4*i:], v)
 		}
 		return h
 	}
-	m, v, max := uint32(session.WireRespMagic), uint32(session.WireVersion), uint32(session.WireMaxResponse)
+	m, v, max := uint32(sessiond.WireRespMagic), uint32(sessiond.WireVersion), uint32(sessiond.WireMaxResponse)
 	cases := []struct {
 		name string
 		h    []byte
 		ok   bool
 	}{
-		{"encoded", session.EncodeResponse(3, "msg\n", []byte("{}\n"))[:session.WireRespHeader], true},
-		{"exit 255", session.EncodeResponse(255, "", nil), true},
+		{"encoded", sessiond.EncodeResponse(3, "msg\n", []byte("{}\n"))[:sessiond.WireRespHeader], true},
+		{"exit 255", sessiond.EncodeResponse(255, "", nil), true},
 		{"exit 0, the cap", header(m, v, 0, max-1, 1), true},
-		{"exit 256", session.EncodeResponse(256, "", nil), false},
-		{"exit -1", session.EncodeResponse(-1, "", nil), false},
+		{"exit 256", sessiond.EncodeResponse(256, "", nil), false},
+		{"exit -1", sessiond.EncodeResponse(-1, "", nil), false},
 		{"bad magic", header(m+1, v, 0, 0, 0), false},
 		{"bad version", header(m, v+1, 0, 0, 0), false},
 		{"above the cap", header(m, v, 0, max, 1), false},
@@ -100,8 +100,8 @@ func TestExecWireGoEncodesCDecodes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, _, err := session.ReadResponse(strings.NewReader(string(tc.h)))
-			goOK := !errors.Is(err, session.ErrProtocol)
+			_, _, _, err := sessiond.ReadResponse(strings.NewReader(string(tc.h)))
+			goOK := !errors.Is(err, sessiond.ErrProtocol)
 			if c := cReplyOK(tc.h); c != tc.ok || goOK != tc.ok {
 				t.Fatalf("header %x: the C client accepts it: %v, the Go client: %v (%v); want %v", tc.h, c, goOK, err, tc.ok)
 			}

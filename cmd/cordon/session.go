@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/cordon-run/cordon"
-	"github.com/cordon-run/cordon/internal/session"
+	"github.com/cordon-run/cordon/cmd/cordon/internal/sessiond"
 )
 
 func init() {
@@ -61,11 +61,11 @@ func sessionMain(args []string) int {
 	return exitConfig
 }
 
-func sessionDir() (*session.Dir, error) {
+func sessionDir() (*sessiond.Dir, error) {
 	if err := cordon.CheckBackend(); err != nil {
 		return nil, err
 	}
-	return session.OpenDir(cordon.StateDir())
+	return sessiond.OpenDir(cordon.StateDir())
 }
 
 // sessionStart starts the session's supervisor detached from this process
@@ -103,7 +103,7 @@ func sessionStart(args []string) int {
 		_, _ = rand.Read(b[:])
 		name = "s-" + hex.EncodeToString(b[:])
 	}
-	if err := session.CheckName(name); err != nil {
+	if err := sessiond.CheckName(name); err != nil {
 		fmt.Fprintf(os.Stderr, "cordon session start: %v\n", err)
 		return refuseStart(exitConfig)
 	}

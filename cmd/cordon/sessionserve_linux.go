@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cordon-run/cordon"
-	"github.com/cordon-run/cordon/internal/session"
+	"github.com/cordon-run/cordon/cmd/cordon/internal/sessiond"
 )
 
 // sessionServe is the session supervisor that `cordon session start`
@@ -108,7 +108,7 @@ func startSupervisor(name, overlayName string, sf *sandboxFlags, of *overrideFla
 	}
 	l, err := d.Listen(name)
 	if err == nil {
-		err = d.WriteInfo(session.Info{Name: name, PID: os.Getpid(), ID: sess.ID(), Started: time.Now().UTC(),
+		err = d.WriteInfo(sessiond.Info{Name: name, PID: os.Getpid(), ID: sess.ID(), Started: time.Now().UTC(),
 			Root: s.Spec().Root, Config: p.Config().Source})
 	}
 	if err != nil {
@@ -125,7 +125,7 @@ func startSupervisor(name, overlayName string, sf *sandboxFlags, of *overrideFla
 			<-sigs
 			_ = sess.Close()
 		}()
-		srv := &session.Server{Session: sess, LogDir: filepath.Join(d.SessionDir(name), "detached")}
+		srv := &sessiond.Server{Session: sess, LogDir: filepath.Join(d.SessionDir(name), "detached")}
 		_ = srv.Serve(l)
 		if err := sess.Close(); err != nil {
 			return exitSetup

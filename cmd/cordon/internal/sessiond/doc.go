@@ -1,4 +1,4 @@
-// Package session keeps named warm sessions for the cordon CLI: the
+// Package sessiond keeps named warm sessions for the cordon CLI: the
 // supervisor process (`cordon session serve`, started by `cordon session
 // start`) that owns a cordon.Session (which records every exec in the
 // audit log) and serves execs on a unix socket in
@@ -10,4 +10,4 @@
 // state directory (mode 0700, owned by the user, and never mountable into
 // a sandbox), and the server also refuses peers of another uid. Commands
 // inside the session cannot reach it.
-package session
+package sessiond
