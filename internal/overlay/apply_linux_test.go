@@ -2,6 +2,7 @@ package overlay
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,5 +155,87 @@ func TestApplyRefusesRepositoryShapes(t *testing.T) {
 				t.Errorf("a = %q", data)
 			}
 		})
+	}
+}
+
+// TestApplyManyFilesInParallel: files staged on several threads (more
+// than one worker's share) all land whole, with their modes, and no
+// temporary file is left.
+func TestApplyManyFilesInParallel(t *testing.T) {
+	var upper []string
+	for i := range 400 {
+		kind := "file"
+		if i%7 == 0 {
+			kind = "exec"
+		}
+		upper = append(upper, fmt.Sprintf("%s d%d/f%03d content %d", kind, i%5, i, i))
+	}
+	o := newTestOverlay(t, []string{"file d0/f000 old"}, upper)
+	cs, err := o.Apply(ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 404 { // 4 new directories, 399 new files, 1 modified
+		t.Errorf("applied %d changes, want 404", len(cs))
+	}
+	for i := range 400 {
+		p := filepath.Join(o.Workspace, fmt.Sprintf("d%d/f%03d", i%5, i))
+		data, err := os.ReadFile(p)
+		fi, serr := os.Stat(p)
+		want := os.FileMode(0o644)
+		if i%7 == 0 {
+			want = 0o755
+		}
+		if err != nil || serr != nil || string(data) != fmt.Sprintf("content %d", i) || fi.Mode().Perm() != want {
+			t.Fatalf("%s: %q %v %v", p, data, err, fi)
+		}
+	}
+	ents, _ := filepath.Glob(filepath.Join(o.Workspace, "*", ".cordon-apply-*"))
+	if len(ents) > 0 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+}
+
+// TestApplyNeverReplacesHostFileMadeMeanwhile: a file the host makes
+// after the conflict check, at a path the overlay adds, is not replaced:
+// the landing stops with a conflict naming it and the host's bytes stay.
+func TestApplyNeverReplacesHostFileMadeMeanwhile(t *testing.T) {
+	o := newTestOverlay(t, []string{"dir d"}, []string{"file d/new overlay"})
+	changes, err := o.Changes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := newApplier(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.close()
+	host := filepath.Join(o.Workspace, "d/new")
+	for _, c := range changes {
+		if c.Path == "d/new" {
+			if _, err := a.dir("d"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.upperDir("d"); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.stageAll([]Change{c}); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.sync(); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			if err := os.WriteFile(host, []byte("host"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			byDest := map[string]temp{a.temps[0].dest: a.temps[0]}
+			err := a.land(c, byDest)
+			if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), host) {
+				t.Fatalf("land = %v, want a conflict naming %s", err, host)
+			}
+		}
+	}
+	if data, _ := os.ReadFile(host); string(data) != "host" {
+		t.Errorf("host file = %q, want the host's bytes", data)
 	}
 }

@@ -39,6 +39,10 @@ type Change struct {
 	// Insertions and Deletions count lines (WriteDiff fills them).
 	Insertions int `json:"insertions,omitempty"`
 	Deletions  int `json:"deletions,omitempty"`
+	// hostless says that the host had no directory at the path's parent
+	// when the change was read: the host has no entry at the path
+	// either, and Apply need not look.
+	hostless bool
 }
 
 // Dir reports whether the change is to a directory.
@@ -158,7 +162,7 @@ func (w *walker) newDir(rel string, ents []fs.DirEntry) error {
 		p := join(rel, e.Name())
 		switch t := e.Type(); {
 		case t.IsDir():
-			w.out = append(w.out, Change{Path: p, Kind: Added, NewMode: modeDir})
+			w.out = append(w.out, Change{Path: p, Kind: Added, NewMode: modeDir, hostless: true})
 			sub, err := os.ReadDir(filepath.Join(w.upper, p))
 			if err != nil {
 				return err
@@ -168,9 +172,9 @@ func (w *walker) newDir(rel string, ents []fs.DirEntry) error {
 			}
 		case t&fs.ModeCharDevice != 0:
 		case t.IsRegular():
-			w.out = append(w.out, Change{Path: p, Kind: Added, NewMode: modeFile})
+			w.out = append(w.out, Change{Path: p, Kind: Added, NewMode: modeFile, hostless: true})
 		case t&fs.ModeSymlink != 0:
-			w.out = append(w.out, Change{Path: p, Kind: Added, NewMode: modeSymlink})
+			w.out = append(w.out, Change{Path: p, Kind: Added, NewMode: modeSymlink, hostless: true})
 		default:
 			return fmt.Errorf("%s: a %s in the overlay cannot be applied: only files, symlinks and directories can", p, t)
 		}
@@ -259,7 +263,7 @@ func (w *walker) entry(rel, name string, lowerDir bool) error {
 		}
 		low = nil
 	}
-	c := Change{Path: p, Kind: Added, NewMode: newMode, Perm: up.Mode().Perm()}
+	c := Change{Path: p, Kind: Added, NewMode: newMode, Perm: up.Mode().Perm(), hostless: !lowerDir}
 	if up.IsDir() {
 		if low == nil {
 			w.out = append(w.out, c)
