@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -27,6 +28,15 @@ type applier struct {
 	// random part, then a counter and the file's name.
 	prefix string
 	temps  []temp
+	// fresh are the directories this apply makes where the host has
+	// none (nor will, once the apply's deletions are done), under their
+	// parent that the host has: each is made under a temporary name,
+	// filled, and renamed into place whole, so that what it holds is
+	// written in place and needs no rename of its own. below holds them
+	// and every directory made inside one. gone are the paths the apply
+	// deletes.
+	fresh       map[string]string
+	below, gone map[string]bool
 }
 
 type temp struct {
@@ -47,12 +57,23 @@ func newApplier(o *Overlay) (*applier, error) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return &applier{o: o, dirs: map[string]int{"": root}, updirs: map[string]int{"": up},
-		prefix: ".cordon-apply-" + hex.EncodeToString(b[:]) + "-"}, nil
+		prefix: ".cordon-apply-" + hex.EncodeToString(b[:]) + "-",
+		fresh:  map[string]string{}, below: map[string]bool{}, gone: map[string]bool{}}, nil
 }
 
 func (a *applier) close() {
 	for _, t := range a.temps {
 		_ = unix.Unlinkat(t.dir, t.name, 0)
+	}
+	for rel, tmp := range a.fresh {
+		// Never renamed into place: the directory and what it holds go.
+		parent, _ := split(rel)
+		if pfd, ok := a.dirs[parent]; ok && !a.below[parent] {
+			if r, err := os.OpenRoot("/proc/self/fd/" + strconv.Itoa(pfd)); err == nil {
+				_ = r.RemoveAll(tmp)
+				r.Close()
+			}
+		}
 	}
 	for _, fd := range a.dirs {
 		unix.Close(fd)
@@ -78,20 +99,45 @@ func (a *applier) dir(rel string) (int, error) {
 		return unix.Openat(pfd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	}
 	fd, err := open()
-	if errors.Is(err, unix.ENOENT) {
+	// A host entry that is not a directory (a symlink included: it is
+	// not followed) and that the apply deletes is as good as none.
+	if errors.Is(err, unix.ENOENT) || a.gone[rel] && (errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)) {
 		perm := uint32(0o755)
 		var st unix.Stat_t
 		if ufd, uerr := a.upperDir(parent); uerr == nil && unix.Fstatat(ufd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
 			perm = st.Mode & 0o777
 		}
-		if err = unix.Mkdirat(pfd, name, perm); err == nil || errors.Is(err, unix.EEXIST) {
+		if !a.below[parent] {
+			return a.freshDir(rel, pfd, name, perm)
+		}
+		if err = unix.Mkdirat(pfd, name, perm); err == nil {
 			fd, err = open()
+			a.below[rel] = true
 		}
 	}
 	if err != nil {
 		return -1, fmt.Errorf("%s: not a directory on the host (a symlink is not written through): %w", filepath.Join(a.o.Workspace, rel), err)
 	}
 	a.dirs[rel] = fd
+	return fd, nil
+}
+
+// freshDir makes rel, missing on the host, under a temporary name in its
+// parent pfd (see applier.fresh).
+func (a *applier) freshDir(rel string, pfd int, name string, perm uint32) (int, error) {
+	tmp := a.prefix + "d" + strconv.Itoa(len(a.fresh)) + "-" + name
+	if len(tmp) > 255 {
+		tmp = tmp[:255]
+	}
+	if err := unix.Mkdirat(pfd, tmp, perm); err != nil {
+		return -1, fmt.Errorf("%s: %w", filepath.Join(a.o.Workspace, rel), err)
+	}
+	a.fresh[rel] = tmp
+	fd, err := unix.Openat(pfd, tmp, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("%s: %w", filepath.Join(a.o.Workspace, rel), err)
+	}
+	a.dirs[rel], a.below[rel] = fd, true
 	return fd, nil
 }
 
@@ -131,6 +177,11 @@ func (a *applier) run(changes []Change, m Manifest) error {
 	// the missing ones made) first, so that the files can be written in
 	// parallel.
 	var files []Change
+	for _, c := range changes {
+		if c.Kind == Deleted {
+			a.gone[c.Path] = true
+		}
+	}
 	for _, c := range changes {
 		if c.Kind == Deleted || c.Dir() {
 			continue
@@ -270,6 +321,11 @@ func (a *applier) stage(c Change, i int) (temp, error) {
 		tmp = tmp[:255]
 	}
 	t := temp{dfd, tmp, c.Path}
+	if a.below[parent] {
+		// Its directory lands whole, after this file is on disk: it is
+		// written at its own name.
+		tmp, t = name, temp{}
+	}
 	if c.NewMode == modeSymlink {
 		target, err := readlinkat(sfd, name)
 		if err != nil {
@@ -341,6 +397,28 @@ func copyBuffered(dst, src int) error {
 	}
 }
 
+// landFresh renames the fresh directory rel (applier.fresh), if it is
+// one, into place in its parent dfd: never over an entry the host made
+// meanwhile.
+func (a *applier) landFresh(rel string, dfd int, name string) error {
+	tmp, ok := a.fresh[rel]
+	if !ok {
+		return nil
+	}
+	err := unix.Renameat2(dfd, tmp, dfd, name, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) {
+		err = unix.Renameat(dfd, tmp, dfd, name)
+	}
+	if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
+		return fmt.Errorf("%w: the host made %s while the overlay was being applied; the files before it in path order are applied; fix: run cordon diff and apply again, or discard",
+			ErrConflict, filepath.Join(a.o.Workspace, rel))
+	}
+	if err == nil {
+		delete(a.fresh, rel)
+	}
+	return err
+}
+
 func readlinkat(dfd int, name string) (string, error) {
 	for size := 256; ; size *= 2 {
 		buf := make([]byte, size)
@@ -373,7 +451,11 @@ func (a *applier) land(c Change, byDest map[string]temp) error {
 	case c.Kind == Deleted:
 		err = unix.Unlinkat(dfd, name, 0)
 	case c.Dir():
-		_, err = a.dir(c.Path)
+		if _, err = a.dir(c.Path); err == nil {
+			err = a.landFresh(c.Path, dfd, name)
+		}
+	case a.below[parent]:
+		// Written in place in a directory that landed whole.
 	case c.Kind == Added:
 		t := byDest[c.Path]
 		err = unix.Renameat2(t.dir, t.name, dfd, name, unix.RENAME_NOREPLACE)
