@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -131,14 +132,17 @@ func applyMain(args []string) int {
 	if err != nil {
 		return overlayError(err)
 	}
+	// One write for the list, not one per file.
+	w := bufio.NewWriter(os.Stderr)
 	n := 0
 	for _, c := range cs {
 		if !c.Dir() {
 			n++
-			fmt.Fprintf(os.Stderr, "cordon: applied %s %s\n", c.Kind, c.Path)
+			fmt.Fprintf(w, "cordon: applied %s %s\n", c.Kind, c.Path)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "cordon: overlay %s: %d files applied\n", name, n)
+	fmt.Fprintf(w, "cordon: overlay %s: %d files applied\n", name, n)
+	_ = w.Flush()
 	return exitOK
 }
 

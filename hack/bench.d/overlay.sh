@@ -2,21 +2,27 @@
 # hack/bench.d/overlay.sh [CORDON]: copy-on-write overlays (issue 26), one
 # run each, beside bubblewrap on the same layout (the host /usr, /bin,
 # /sbin, /lib* and /etc read-only, the work directory read-write):
-#   untar      untar 10,000 small files: bwrap into the work directory,
-#              cordon run --overlay into a fresh overlay of it
+#   untar      untar 10,000 small files: bwrap into the work directory (a
+#              plain bind), bwrap into an overlayfs of it that this script
+#              mounts on the host with cordon's options (root only: the
+#              same kernel work as cordon's), and cordon run --overlay into
+#              a fresh overlay of it
 #   git-clone  git clone of a local repository of 5,000 files (likewise)
 #   diff       cordon diff of the untar overlay (10,000 added files)
 #   apply      cordon apply of it, beside cp -a of the same tree
 # Goals: untar and git-clone ≤ 1.3x bwrap, diff ≤ 1 s, apply ≤ 2x cp -a.
-# Each case alternates the two sides ROUNDS times (default 5) and reports
-# the medians beside every run and the load: the machine may be busy.
+# Each run is timed whole (the runner's start and end included) and
+# inside the sandbox (the same `date` wrapper around the work in each):
+# the difference is the runner's own cost, cordon's cold start mostly.
+# Each case alternates the sides ROUNDS times (default 5) and reports the
+# medians beside every run and the load: the machine may be busy.
 # The overlays live in a private store (CORDON_OVERLAY_DIR) and are
 # discarded at the end. hack/bench runs it when OVERLAY=1.
 set -Eeuo pipefail
 cordon="$(realpath "${1:-bin/cordon}")"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/cordon-overlaybench.XXXXXX")"
 export CORDON_OVERLAY_DIR="$tmp/store"
-trap '"$cordon" discard u >/dev/null 2>&1 || true; "$cordon" discard c >/dev/null 2>&1 || true; rm -rf --one-file-system "$tmp"' EXIT
+trap 'mountpoint -q "$tmp/ovl/merged" && umount "$tmp/ovl/merged"; "$cordon" discard u >/dev/null 2>&1 || true; "$cordon" discard c >/dev/null 2>&1 || true; rm -rf --one-file-system "$tmp"' EXIT
 fix="$tmp/fix" work="$tmp/work"
 mkdir -p "$fix/tree" "$work"
 python3 - "$fix/tree" <<'PY'
@@ -47,30 +53,55 @@ bw=(bwrap)
 for d in /usr /bin /sbin /lib /lib32 /lib64 /libx32 /etc; do
   [ -e "$d" ] && bw+=(--ro-bind "$d" "$d")
 done
-bw+=(--proc /proc --dev /dev --tmpfs /tmp --ro-bind "$fix" /fix --bind "$work" "$work" --chdir "$work"
-  --unshare-all --die-with-parent --new-session)
-[ "$(id -u)" -eq 0 ] && bw+=(--cap-drop ALL)
+bw+=(--proc /proc --dev /dev --tmpfs /tmp --ro-bind "$fix" /fix)
+bwtail=(--chdir "$work" --unshare-all --die-with-parent --new-session)
+[ "$(id -u)" -eq 0 ] && bwtail+=(--cap-drop ALL)
 now() { date +%s%N; }
 ms() { echo $(( ($2 - $1) / 1000000 )); }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
-# The machine may be loaded (other builds): each case alternates bwrap and
-# cordon N times (N=${ROUNDS:-5}) and reports the medians, with the load.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a/b; else print "n/a"}'; }
+# The machine may be loaded (other builds): each case alternates the
+# sides N times (N=${ROUNDS:-5}) and reports the medians, with the load.
 rounds="${ROUNDS:-5}"
 declare -A cmd=([untar]='mkdir u && tar xf /fix/small.tar -C u' [git-clone]='git clone -q /fix/repo c')
 declare -A ov=([untar]=u [git-clone]=c)
+# inner wraps the work in the same clock reads for every side; the last
+# line of the run's output is the work's own milliseconds.
+inner() { echo "t0=\$(date +%s%N); $1 >/dev/null; t1=\$(date +%s%N); echo \$(( (t1 - t0) / 1000000 ))"; }
+# The overlayfs peer: the work directory as the lower layer of an overlay
+# mounted here with the options cordon gives its own (spec/oci_overlay.go),
+# bound into bwrap as the work directory. Root only.
+ovl=0
+[ "$(id -u)" -eq 0 ] && ovl=1
+mkdir -p "$tmp/ovl/merged"
+mount_ovl() {
+  rm -rf "$tmp/ovl/upper" "$tmp/ovl/work"; mkdir -p "$tmp/ovl/upper" "$tmp/ovl/work"
+  mount -t overlay overlay -o "lowerdir=$work,upperdir=$tmp/ovl/upper,workdir=$tmp/ovl/work,index=off,metacopy=off,redirect_dir=off,nosuid,nodev" "$tmp/ovl/merged"
+}
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, $rounds rounds each, alternating"
-printf '| case | bwrap ms (median) | cordon --overlay ms (median) | ratio (goal ≤ 1.3) | bwrap runs | cordon runs |\n|---|---|---|---|---|---|\n'
+printf '| case | bwrap ms | bwrap over overlayfs ms | cordon --overlay ms | cordon / bwrap (goal ≤ 1.3) | cordon / bwrap over overlayfs | in the sandbox: bwrap / over overlayfs / cordon ms | cordon / bwrap over overlayfs, in the sandbox | cordon runs (whole/inside) |\n|---|---|---|---|---|---|---|---|---|\n'
 for c in untar git-clone; do
-  bs=() os=()
+  bs=() bi=() vs=() vi=() os=() oi=() runs=()
   for _ in $(seq "$rounds"); do
     rm -rf "$work/u" "$work/c"; sync
-    t0=$(now); "${bw[@]}" -- sh -c "${cmd[$c]}" >/dev/null; t1=$(now)
-    rm -rf "$work/u" "$work/c"; "$cordon" discard "${ov[$c]}" >/dev/null 2>&1 || true; sync
-    t2=$(now); (cd "$work" && "$cordon" run --config "$tmp/cfg.yaml" --overlay "${ov[$c]}" -- sh -c "${cmd[$c]}") >/dev/null; t3=$(now)
-    bs+=("$(ms "$t0" "$t1")") os+=("$(ms "$t2" "$t3")")
+    t0=$(now); out=$("${bw[@]}" --bind "$work" "$work" "${bwtail[@]}" -- sh -c "$(inner "${cmd[$c]}")"); t1=$(now)
+    bs+=("$(ms "$t0" "$t1")") bi+=("${out##*$'\n'}")
+    rm -rf "$work/u" "$work/c"
+    if [ "$ovl" = 1 ]; then
+      sync
+      t0=$(now); mount_ovl
+      out=$("${bw[@]}" --bind "$tmp/ovl/merged" "$work" "${bwtail[@]}" -- sh -c "$(inner "${cmd[$c]}")")
+      umount "$tmp/ovl/merged"; t1=$(now)
+      vs+=("$(ms "$t0" "$t1")") vi+=("${out##*$'\n'}")
+    fi
+    "$cordon" discard "${ov[$c]}" >/dev/null 2>&1 || true; sync
+    t2=$(now); out=$(cd "$work" && "$cordon" run --config "$tmp/cfg.yaml" --overlay "${ov[$c]}" -- sh -c "$(inner "${cmd[$c]}")"); t3=$(now)
+    os+=("$(ms "$t2" "$t3")") oi+=("${out##*$'\n'}") runs+=("$(ms "$t2" "$t3")/${out##*$'\n'}")
   done
-  b=$(median "${bs[@]}") o=$(median "${os[@]}")
-  printf '| %s | %s | %s | %s | %s | %s |\n' "$c" "$b" "$o" "$(awk -v a="$o" -v b="$b" 'BEGIN {printf "%.2f", a/b}')" "${bs[*]}" "${os[*]}"
+  b=$(median "${bs[@]}") o=$(median "${os[@]}") v=n/a vin=n/a
+  if [ "$ovl" = 1 ]; then v=$(median "${vs[@]}") vin=$(median "${vi[@]}"); fi
+  printf '| %s | %s | %s | %s | %s | %s | %s / %s / %s | %s | %s |\n' "$c" "$b" "$v" "$o" "$(ratio "$o" "$b")" "$(ratio "$o" "$v")" \
+    "$(median "${bi[@]}")" "$vin" "$(median "${oi[@]}")" "$(ratio "$(median "${oi[@]}")" "$vin")" "${runs[*]}"
 done
 rm -rf "$work/u" "$work/c"; sync
 ds=() ss=()

@@ -2,6 +2,7 @@ package overlay
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,5 +155,163 @@ func TestApplyRefusesRepositoryShapes(t *testing.T) {
 				t.Errorf("a = %q", data)
 			}
 		})
+	}
+}
+
+// TestApplyManyFilesInParallel: files staged on several threads (more
+// than one worker's share) all land whole, with their modes, and no
+// temporary file is left.
+func TestApplyManyFilesInParallel(t *testing.T) {
+	var upper []string
+	for i := range 400 {
+		kind := "file"
+		if i%7 == 0 {
+			kind = "exec"
+		}
+		upper = append(upper, fmt.Sprintf("%s d%d/f%03d content %d", kind, i%5, i, i))
+	}
+	o := newTestOverlay(t, []string{"file d0/f000 old"}, upper)
+	cs, err := o.Apply(ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 404 { // 4 new directories, 399 new files, 1 modified
+		t.Errorf("applied %d changes, want 404", len(cs))
+	}
+	for i := range 400 {
+		p := filepath.Join(o.Workspace, fmt.Sprintf("d%d/f%03d", i%5, i))
+		data, err := os.ReadFile(p)
+		fi, serr := os.Stat(p)
+		want := os.FileMode(0o644)
+		if i%7 == 0 {
+			want = 0o755
+		}
+		if err != nil || serr != nil || string(data) != fmt.Sprintf("content %d", i) || fi.Mode().Perm() != want {
+			t.Fatalf("%s: %q %v %v", p, data, err, fi)
+		}
+	}
+	ents, _ := filepath.Glob(filepath.Join(o.Workspace, "*", ".cordon-apply-*"))
+	if len(ents) > 0 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+}
+
+// TestApplyNeverReplacesHostFileMadeMeanwhile: a file the host makes
+// after the conflict check, at a path the overlay adds, is not replaced:
+// the landing stops with a conflict naming it and the host's bytes stay.
+func TestApplyNeverReplacesHostFileMadeMeanwhile(t *testing.T) {
+	o := newTestOverlay(t, []string{"dir d"}, []string{"file d/new overlay"})
+	changes, err := o.Changes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := newApplier(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.close()
+	host := filepath.Join(o.Workspace, "d/new")
+	for _, c := range changes {
+		if c.Path == "d/new" {
+			if _, err := a.dir("d"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.upperDir("d"); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.stageAll([]Change{c}); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.sync(); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			if err := os.WriteFile(host, []byte("host"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			byDest := map[string]temp{a.temps[0].dest: a.temps[0]}
+			err := a.land(c, byDest)
+			if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), host) {
+				t.Fatalf("land = %v, want a conflict naming %s", err, host)
+			}
+		}
+	}
+	if data, _ := os.ReadFile(host); string(data) != "host" {
+		t.Errorf("host file = %q, want the host's bytes", data)
+	}
+}
+
+// TestApplyNewDirectoryLandsWhole: a directory the host lacks is filled
+// under a temporary name and renamed into place whole: while its files
+// are written nothing of it is at its name, and an apply that stops
+// before it lands leaves nothing of it behind.
+func TestApplyNewDirectoryLandsWhole(t *testing.T) {
+	o := newTestOverlay(t, []string{"file a x"}, []string{"file n/e/w deep", "file n/top t", "symlink n/l top"})
+	changes, err := o.Changes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := newApplier(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []Change
+	for _, c := range changes {
+		if !c.Dir() {
+			parent, _ := split(c.Path)
+			if _, err := a.dir(parent); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.upperDir(parent); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, c)
+		}
+	}
+	if err := a.stageAll(files); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(o.Workspace, "n")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("n is at its name before it landed: %v", err)
+	}
+	staged, _ := filepath.Glob(filepath.Join(o.Workspace, ".cordon-apply-*"))
+	if len(staged) != 1 {
+		t.Errorf("staged = %v, want one temporary directory", staged)
+	}
+	a.close()
+	if ents, _ := os.ReadDir(o.Workspace); len(ents) != 1 || ents[0].Name() != "a" {
+		t.Errorf("after an apply that stopped, the workspace holds %v, want only a", ents)
+	}
+	// The whole apply lands it, with a link and the file it names.
+	if _, err := o.Apply(ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(o.Workspace, "n/l")); err != nil || string(data) != "t" {
+		t.Errorf("n/l = %q, %v", data, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(o.Workspace, "n/e/w")); err != nil || string(data) != "deep" {
+		t.Errorf("n/e/w = %q, %v", data, err)
+	}
+}
+
+// TestApplyFileBecomesDirectory: a host file (or symlink) the overlay
+// replaces with a directory holding files is removed and the directory
+// lands in its place; nothing is written through the symlink.
+func TestApplyFileBecomesDirectory(t *testing.T) {
+	outside := t.TempDir()
+	o := newTestOverlay(t, []string{"file f x", "symlink s " + outside}, []string{"file f/in f-new", "file s/in s-new"})
+	if _, err := o.Apply(ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"f", "s"} {
+		fi, err := os.Lstat(filepath.Join(o.Workspace, d))
+		if err != nil || !fi.IsDir() {
+			t.Fatalf("%s: %v %v, want a directory", d, fi, err)
+		}
+		if data, _ := os.ReadFile(filepath.Join(o.Workspace, d, "in")); string(data) != d+"-new" {
+			t.Errorf("%s/in = %q", d, data)
+		}
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("written through the host symlink: %v", ents)
 	}
 }

@@ -39,6 +39,10 @@ type Change struct {
 	// Insertions and Deletions count lines (WriteDiff fills them).
 	Insertions int `json:"insertions,omitempty"`
 	Deletions  int `json:"deletions,omitempty"`
+	// hostless says that the host had no directory at the path's parent
+	// when the change was read: the host has no entry at the path
+	// either, and Apply need not look.
+	hostless bool
 }
 
 // Dir reports whether the change is to a directory.
@@ -158,7 +162,7 @@ func (w *walker) newDir(rel string, ents []fs.DirEntry) error {
 		p := join(rel, e.Name())
 		switch t := e.Type(); {
 		case t.IsDir():
-			w.out = append(w.out, Change{Path: p, Kind: Added, NewMode: modeDir})
+			w.out = append(w.out, Change{Path: p, Kind: Added, NewMode: modeDir, hostless: true})
 			sub, err := os.ReadDir(filepath.Join(w.upper, p))
 			if err != nil {
 				return err
@@ -168,9 +172,9 @@ func (w *walker) newDir(rel string, ents []fs.DirEntry) error {
 			}
 		case t&fs.ModeCharDevice != 0:
 		case t.IsRegular():
-			w.out = append(w.out, Change{Path: p, Kind: Added, NewMode: modeFile})
+			w.out = append(w.out, Change{Path: p, Kind: Added, NewMode: modeFile, hostless: true})
 		case t&fs.ModeSymlink != 0:
-			w.out = append(w.out, Change{Path: p, Kind: Added, NewMode: modeSymlink})
+			w.out = append(w.out, Change{Path: p, Kind: Added, NewMode: modeSymlink, hostless: true})
 		default:
 			return fmt.Errorf("%s: a %s in the overlay cannot be applied: only files, symlinks and directories can", p, t)
 		}
@@ -185,10 +189,48 @@ func join(rel, name string) string {
 	return rel + "/" + name
 }
 
-// lowerStat is the host's entry at rel, nil when there is none; only
-// asked when rel's parent is a real directory on the host.
-func (w *walker) lowerStat(rel string) (fs.FileInfo, error) {
-	fi, err := os.Lstat(filepath.Join(w.lower, rel))
+// roots are the upper and the host directory of one directory of the
+// walk, open: each entry is looked up in them by its name alone, not by
+// a path walked from the root. low is nil where the host has no
+// directory there.
+type roots struct {
+	up, low *os.Root
+}
+
+func (r roots) close() {
+	r.up.Close()
+	if r.low != nil {
+		r.low.Close()
+	}
+}
+
+// openRoots opens the upper directory rel and, when lowerDir says rel is
+// a real directory on the host, the host's.
+func (w *walker) openRoots(rel string, lowerDir bool) (roots, error) {
+	up, err := os.OpenRoot(filepath.Join(w.upper, rel))
+	if err != nil {
+		return roots{}, err
+	}
+	r := roots{up: up}
+	if lowerDir {
+		r.low, err = os.OpenRoot(filepath.Join(w.lower, rel))
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			r.low, err = nil, nil
+		}
+		if err != nil {
+			up.Close()
+			return roots{}, err
+		}
+	}
+	return r, nil
+}
+
+// lowerStat is the host's entry name in r, nil when there is none.
+func (r roots) lowerStat(name string) (fs.FileInfo, error) {
+	if r.low == nil {
+		return nil, nil
+	}
+	fi, err := r.low.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil, nil
 	}
@@ -205,14 +247,19 @@ func (w *walker) dir(rel string, lowerDir bool) error {
 	if w.pathsOnly && !lowerDir {
 		return w.newDir(rel, ents)
 	}
+	r, err := w.openRoots(rel, lowerDir)
+	if err != nil {
+		return err
+	}
+	defer r.close()
 	inUpper := make(map[string]bool, len(ents))
 	for _, e := range ents {
 		inUpper[e.Name()] = true
-		if err := w.entry(rel, e.Name(), lowerDir); err != nil {
+		if err := w.entry(rel, e.Name(), r); err != nil {
 			return err
 		}
 	}
-	if rel != "" && lowerDir && opaque(filepath.Join(w.upper, rel)) {
+	if rel != "" && r.low != nil && opaque(filepath.Join(w.upper, rel)) {
 		// An opaque directory replaces the host's: what it does not
 		// hold is deleted.
 		lents, err := os.ReadDir(filepath.Join(w.lower, rel))
@@ -230,17 +277,15 @@ func (w *walker) dir(rel string, lowerDir bool) error {
 	return nil
 }
 
-func (w *walker) entry(rel, name string, lowerDir bool) error {
+func (w *walker) entry(rel, name string, r roots) error {
 	p := join(rel, name)
-	up, err := os.Lstat(filepath.Join(w.upper, p))
+	up, err := r.up.Lstat(name)
 	if err != nil {
 		return err
 	}
-	var low fs.FileInfo
-	if lowerDir {
-		if low, err = w.lowerStat(p); err != nil {
-			return err
-		}
+	low, err := r.lowerStat(name)
+	if err != nil {
+		return err
 	}
 	if whiteout(up) {
 		if low != nil {
@@ -259,7 +304,7 @@ func (w *walker) entry(rel, name string, lowerDir bool) error {
 		}
 		low = nil
 	}
-	c := Change{Path: p, Kind: Added, NewMode: newMode, Perm: up.Mode().Perm()}
+	c := Change{Path: p, Kind: Added, NewMode: newMode, Perm: up.Mode().Perm(), hostless: r.low == nil}
 	if up.IsDir() {
 		if low == nil {
 			w.out = append(w.out, c)
