@@ -51,21 +51,36 @@ func TestFrontEndsImportNoBackend(t *testing.T) {
 
 // TestOnlyTheRootImportsTheLinuxBackend: runner/linux has no compatibility
 // promise, so outside its own directory only the composition root (this
-// package) imports it, and, below it, the OCI runtime, which reuses the
-// backend's broker policy. Tests may import it.
+// package) imports it: the OCI runtime (internal/ociruntime) gets the
+// backend's broker and process conversion from the root (OCIMain), as a
+// value. Its own rooms (runner/linux/internal/...) import each other but
+// never runner/linux itself: no import runs back up. testenv, which
+// decides whether tests can start sandboxes, is imported by tests only.
+// Tests may import the backend.
 func TestOnlyTheRootImportsTheLinuxBackend(t *testing.T) {
 	const backend = "github.com/cordon-run/cordon/runner/linux"
-	allowed := map[string]bool{".": true, "runner/linux": true, "internal/ociruntime": true}
+	const testenv = "github.com/cordon-run/cordon/internal/testenv"
 	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || allowed[filepath.Dir(p)] || strings.HasPrefix(p, "runner/linux/") {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 			return err
 		}
+		dir := filepath.ToSlash(filepath.Dir(p))
 		af, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
 		if err != nil {
 			return err
 		}
 		for _, imp := range af.Imports {
-			if path, _ := strconv.Unquote(imp.Path.Value); path == backend || strings.HasPrefix(path, backend+"/") {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			switch {
+			case path == testenv && dir != "internal/testenv":
+				t.Errorf("%s imports %s; only tests import it", p, path)
+			case path != backend && !strings.HasPrefix(path, backend+"/"):
+			case dir == "." || dir == "runner/linux":
+			case strings.HasPrefix(dir, "runner/linux/"):
+				if path == backend {
+					t.Errorf("%s imports %s: a room of the backend imports its siblings, never the backend above it", p, path)
+				}
+			default:
 				t.Errorf("%s imports %s; only the root package wires the Linux backend", p, path)
 			}
 		}
@@ -82,10 +97,8 @@ func TestOnlyTheRootImportsTheLinuxBackend(t *testing.T) {
 // would make the house a loop of floors). Tests may.
 func TestInternalImportsNothingAbove(t *testing.T) {
 	const module = "github.com/cordon-run/cordon"
-	// The OCI runtime reuses the backend's broker policy.
-	exempt := map[string]bool{"internal/ociruntime": true}
 	err := filepath.WalkDir("internal", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || exempt[filepath.Dir(p)] {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 			return err
 		}
 		af, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)

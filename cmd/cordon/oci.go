@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 
 	"github.com/cordon-run/cordon"
-	"github.com/cordon-run/cordon/internal/ociruntime"
 )
 
 // ociName is the link name that makes cordon an OCI runtime with runc's
@@ -16,6 +15,6 @@ const ociName = "cordon-oci"
 // never returns then.
 func maybeOCI() {
 	if filepath.Base(os.Args[0]) == ociName {
-		os.Exit(ociruntime.Main(os.Args[1:], cordon.Version()))
+		os.Exit(cordon.OCIMain(os.Args[1:]))
 	}
 }

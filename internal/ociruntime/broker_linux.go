@@ -22,7 +22,6 @@ import (
 
 	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/internal/broker"
-	cordonrunner "github.com/cordon-run/cordon/runner/linux"
 )
 
 // A container with deny, protect or audit annotations runs under cordon's
@@ -90,7 +89,7 @@ func brokerSeccomp(c *configs.Seccomp, sock string) (*configs.Seccomp, error) {
 			kept = append(kept, n)
 		}
 	}
-	out := cordonrunner.BrokeredSeccomp(c)
+	out := backend.BrokeredSeccomp(c)
 	if len(kept) > 0 {
 		var rules []*configs.Syscall
 		for _, s := range out.Syscalls {

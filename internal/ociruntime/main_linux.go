@@ -56,8 +56,10 @@ var cmds = map[string]cmdFunc{
 }
 
 // Main runs the runc command line args (without the program name) and
-// returns the process's exit status. version is what --version prints.
-func Main(args []string, version string) int {
+// returns the process's exit status. version is what --version prints; be
+// is cordon's Linux backend, as the root package wires it.
+func Main(args []string, version string, be Backend) int {
+	backend = be
 	g := &globals{version: version}
 	fs := flag.NewFlagSet("cordon-oci", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

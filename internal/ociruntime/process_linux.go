@@ -11,8 +11,6 @@ import (
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runtime-spec/specs-go"
-
-	cordonrunner "github.com/cordon-run/cordon/runner/linux"
 )
 
 // specConfig is the bundle's spec file.
@@ -58,7 +56,7 @@ func validateProcessSpec(p *specs.Process) error {
 // newProcess does: cordon run's converter, plus what runc sets that
 // cordon's own specs never do (scheduler, I/O priority, CPU affinity).
 func newProcess(p *specs.Process) (*libcontainer.Process, error) {
-	lp, err := cordonrunner.NewProcess(p)
+	lp, err := backend.NewProcess(p)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/internal/broker"
-	cordonrunner "github.com/cordon-run/cordon/runner/linux"
 )
 
 // supervisor is cordon-oci __broker: it serves the notification
@@ -37,7 +36,7 @@ type supervisor struct {
 // observed is the container's policy, which hears of each refusal as it
 // is made and writes it, typed, to the runtime log and the audit log.
 type observed struct {
-	cordonrunner.OCIBrokerPolicy
+	BrokerPolicy
 	id  string
 	log *audit.Log
 }
@@ -83,7 +82,7 @@ func brokerMain(args []string) int {
 		return fatal(fmt.Errorf("cordon-oci broker: the listener: %w", err), 1)
 	}
 	s := &supervisor{cfg: cfg, initFD: -1, ready: make(chan struct{})}
-	s.policy = observed{OCIBrokerPolicy: cordonrunner.NewOCIBrokerPolicy(cfg.Deny, cfg.Protect), id: cfg.ID}
+	s.policy = observed{BrokerPolicy: backend.NewBrokerPolicy(cfg.Deny, cfg.Protect), id: cfg.ID}
 	if cfg.Audit != "" {
 		s.policy.log = audit.New("oci", cfg.Audit)
 	}

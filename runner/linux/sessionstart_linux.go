@@ -66,15 +66,18 @@ func (r *linuxRunner) buildSession(run *linuxRun) error {
 	if r.rootless && !userNamespacesAvailable() {
 		return fmt.Errorf("%w: user namespaces are disabled on this host, so a rootless session cannot be built; run as root or enable them (sysctl user.max_user_namespaces)", runner.ErrUnenforceable)
 	}
-	// The session's broker, served from the control socket (Broker).
+	if err := run.build(); err != nil {
+		var se *stepError
+		if errors.Is(err, runner.ErrSetup) || errors.Is(err, runner.ErrUnenforceable) || !errors.As(err, &se) {
+			return errors.Unwrap(err)
+		}
+		return fmt.Errorf("%w: %s: %w", runner.ErrSetup, se.step, se.err)
+	}
+	// The session's broker, served from the control socket (Broker); it
+	// stops first when the session ends, before the container goes.
 	run.brk = &brokerLink{done: make(chan struct{})}
 	run.onEnd(func() { run.brk.stop() })
-	err = run.build()
-	var se *stepError
-	if err == nil || errors.Is(err, runner.ErrSetup) || errors.Is(err, runner.ErrUnenforceable) || !errors.As(err, &se) {
-		return errors.Unwrap(err)
-	}
-	return fmt.Errorf("%w: %s: %w", runner.ErrSetup, se.step, se.err)
+	return nil
 }
 
 // sessionBuilt is a session's built sandbox (session.Built): the run
