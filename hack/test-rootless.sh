@@ -31,7 +31,7 @@ go test -c -tags seccomp -o "$work/cordon.test" .
 go test -c -o "$work/netguard.test" ./internal/netguard/
 go test -c -tags seccomp -o "$work/mcpserver.test" ./cmd/cordon/internal/mcpserver/
 go test -c -o "$work/mounts.test" ./mounts/
-go test -c -o "$work/xlock.test" ./internal/xlock/
+go test -c -o "$work/xlock.test" ./mounts/xlock/
 go test -c -tags seccomp -o "$work/ociruntime.test" ./internal/ociruntime/
 go test -c -o "$work/overlay.test" ./internal/overlay/
 go test -c -o "$work/cachedir.test" ./internal/cachedir/

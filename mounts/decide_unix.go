@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cordon-run/cordon/internal/decide"
+	"github.com/cordon-run/cordon/mounts/decide"
 )
 
 // The file tools ask package decide what the Linux broker asks for the

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path"
 
-	"github.com/cordon-run/cordon/internal/decide"
+	"github.com/cordon-run/cordon/mounts/decide"
 )
 
 // The file tools ask package decide what the Linux broker asks for the

@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cordon-run/cordon/internal/decide"
+	"github.com/cordon-run/cordon/mounts/decide"
 )
 
 // Directories git takes for a repository (HEAD, objects and refs, whatever

@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cordon-run/cordon/internal/decide"
+	"github.com/cordon-run/cordon/mounts/decide"
 )
 
 // plainCreate reports whether an open with flags of the name at l may be

@@ -3,7 +3,7 @@ package broker
 import (
 	"golang.org/x/sys/unix"
 
-	"github.com/cordon-run/cordon/internal/decide"
+	"github.com/cordon-run/cordon/mounts/decide"
 )
 
 // A symlink at a directory that a deny or protect path lies below would

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cordon-run/cordon/internal/decide"
+	"github.com/cordon-run/cordon/mounts/decide"
 )
 
 func unsafePointer[T any](p *T) unsafe.Pointer { return unsafe.Pointer(p) }

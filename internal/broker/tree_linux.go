@@ -7,8 +7,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cordon-run/cordon/internal/decide"
-	"github.com/cordon-run/cordon/internal/xlock"
+	"github.com/cordon-run/cordon/mounts/decide"
+	"github.com/cordon-run/cordon/mounts/xlock"
 )
 
 // A renamed directory carries what lies below it: the broker walks it, so

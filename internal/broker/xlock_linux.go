@@ -10,13 +10,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cordon-run/cordon/internal/decide"
-	"github.com/cordon-run/cordon/internal/xlock"
+	"github.com/cordon-run/cordon/mounts/decide"
+	"github.com/cordon-run/cordon/mounts/xlock"
 )
 
 // Across sandboxes. decide.Lock and the names lock order the calls of one
 // broker; several sandboxes on one workspace have one broker each, so the
-// stateful rules also take internal/xlock's lock, flock(2) on a directory,
+// stateful rules also take mounts/xlock's lock, flock(2) on a directory,
 // which every broker (root or not, whatever its mount root) meets on the
 // directory's inode:
 //
@@ -62,7 +62,7 @@ import (
 
 // Busy is the Rule of a call refused because another process held the
 // lock of a directory it decides on longer than xlock.Wait (see
-// internal/xlock): the caller gets EBUSY.
+// mounts/xlock): the caller gets EBUSY.
 const Busy = "busy (another process, a sandbox or a cordon on the same workspace, held this directory's lock too long)"
 
 // maxHeldDirs bounds the directories a rename's walk holds locked (and

@@ -127,7 +127,7 @@ func TestApplyNotThroughHostSymlink(t *testing.T) {
 }
 
 // TestApplyRefusesRepositoryShapes: the repository rules of
-// internal/decide hold at apply: a bare repository shape made in the
+// mounts/decide hold at apply: a bare repository shape made in the
 // overlay, and a .git file leading git to an unguarded directory, are
 // refused by path; nothing lands.
 func TestApplyRefusesRepositoryShapes(t *testing.T) {

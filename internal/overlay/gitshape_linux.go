@@ -7,7 +7,7 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/cordon-run/cordon/internal/decide"
+	"github.com/cordon-run/cordon/mounts/decide"
 )
 
 // view is a decide.Dir on one directory of the workspace as it would be
@@ -40,7 +40,7 @@ func (v view) ReadFile(string, int64) ([]byte, uint32, error) {
 }
 func (v view) Parent() (decide.Dir, error) { return nil, errors.ErrUnsupported }
 
-// gitRefusals are the changes the repository rules of internal/decide
+// gitRefusals are the changes the repository rules of mounts/decide
 // refuse, as the broker would have in a direct run: a ".git" file whose
 // gitdir leads where no rule guards hooks and config (decide.GitFile), and
 // a new repository shape (HEAD, objects and refs) in a directory not

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cordon-run/cordon/internal/decide"
 	"github.com/cordon-run/cordon/mounts"
+	"github.com/cordon-run/cordon/mounts/decide"
 )
 
 // xToolsReq is a file-tools racer: TestXToolsHelper writes with mounts'

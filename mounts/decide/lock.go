@@ -5,7 +5,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/cordon-run/cordon/internal/xlock"
+	"github.com/cordon-run/cordon/mounts/xlock"
 )
 
 // lockMu serializes, in this process, every decision the shape rules make
@@ -65,7 +65,7 @@ func key(d Dir) ([2]uint64, error) {
 	return [2]uint64{e.Dev, e.Ino}, nil
 }
 
-// Add takes the cross-process lock (internal/xlock: flock(2) on the
+// Add takes the cross-process lock (mounts/xlock: flock(2) on the
 // directory's inode, waited for at most xlock.Wait) of d, a directory
 // the writer holds (an FD), unless the call holds it already: a second
 // lock of one inode by this process would wait for itself. It fails

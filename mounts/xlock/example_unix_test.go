@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cordon-run/cordon/internal/xlock"
+	"github.com/cordon-run/cordon/mounts/xlock"
 )
 
 // A file tool decides and acts on a name in a directory under that
