@@ -30,7 +30,8 @@
 # columns are the work alone, without the sandbox's start and teardown
 # (cordon's cold start is about 30 ms more than bwrap's, and hides a
 # difference in the work itself), wall and CPU (user + system of the
-# command and its descendants), and their ratios.
+# command and its descendants: not the broker's, which runs outside), and
+# their ratios.
 # CASES="untar true" picks cases. STRICT_NEW=1 runs NEW with strict_deny: true
 # (pass the same binary twice to compare strict_deny with the default).
 # DENY='["**/.env", "/fix/**/*.pem"]' gives both sandboxes that deny list
