@@ -24,6 +24,14 @@
 # /usr/bin/time; for bwrap, whose monitor does not wait for the sandbox,
 # the command's own, timed inside): on a loaded machine the wall time of a
 # round trip is mostly waiting for a CPU, which the CPU time leaves out.
+# Every case but true also runs its command under hack/bench.d/timeit (the
+# same binary in both sandboxes, at /fix/.timeit), which takes
+# CLOCK_MONOTONIC before and after the work, inside the sandbox: the last
+# columns are the work alone, without the sandbox's start and teardown
+# (cordon's cold start is about 30 ms more than bwrap's, and hides a
+# difference in the work itself), wall and CPU (user + system of the
+# command and its descendants: not the broker's, which runs outside), and
+# their ratios.
 # CASES="untar true" picks cases. STRICT_NEW=1 runs NEW with strict_deny: true
 # (pass the same binary twice to compare strict_deny with the default).
 # DENY='["**/.env", "/fix/**/*.pem"]' gives both sandboxes that deny list
@@ -55,6 +63,7 @@ for d in range(100):
             fh.write("line %d %d\n" % (d, f) * 8)
 PY
 tar cf "$fix/small.tar" -C "$fix" tree
+cc -O2 -Wall -static -o "$fix/.timeit" "$(dirname "$0")/timeit.c" 2>/dev/null || cc -O2 -Wall -o "$fix/.timeit" "$(dirname "$0")/timeit.c"
 git init -q "$fix/repo"
 for d in $(seq 0 49); do
   mkdir -p "$fix/repo/d$d"
@@ -104,7 +113,7 @@ read -ra cases <<<"${CASES:-true read-tree py-import untar git-clone creat-loop}
 [ "${GO:-0}" = 1 ] && cases+=(go-build)
 now() { date +%s%N; }
 load="$(cut -d' ' -f1-3 /proc/loadavg)"
-declare -A times cpu
+declare -A times cpu itimes icpu
 for c in "${cases[@]}"; do
   for i in $(seq 1 "$n"); do
     for which in base new; do
@@ -123,11 +132,16 @@ for c in "${cases[@]}"; do
           case $c in untar) line="$line && rm -rf u.$i.$which" ;; git-clone) line="$line && rm -rf c.$i.$which" ;; esac
         fi
         if [ "$bin" = bwrap ]; then
-          t0=$(now); (cd "$work" && "${bw[@]}" -- /usr/bin/time -f "%U %S" -o "$work/.cpu" sh -c "$line") >/dev/null; t1=$(now)
+          t0=$(now); (cd "$work" && "${bw[@]}" -- /usr/bin/time -f "%U %S" -o "$work/.cpu" /fix/.timeit sh -c "$line") >/dev/null 2>"$tmp/err"; t1=$(now)
           mv "$work/.cpu" "$tmp/cpu"
         else
-          t0=$(now); (cd "$work" && /usr/bin/time -f "%U %S" -o "$tmp/cpu" "$bin" run --config "$cfg" -- sh -c "$line") >/dev/null; t1=$(now)
+          t0=$(now); (cd "$work" && /usr/bin/time -f "%U %S" -o "$tmp/cpu" "$bin" run --config "$cfg" -- /fix/.timeit sh -c "$line") >/dev/null 2>"$tmp/err"; t1=$(now)
         fi
+        grep -v '^cordon-bench-inner: ' "$tmp/err" >&2 || true
+        inner="$(sed -n 's/^cordon-bench-inner: //p' "$tmp/err" | tail -1)"
+        [ -n "$inner" ] || { echo "broker.sh: $c ($which) printed no in-sandbox time" >&2; exit 1; }
+        itimes[$c.$which]+="$(awk -v v="${inner% *}" 'BEGIN {printf "%.1f", v / 1e6}') "
+        icpu[$c.$which]+="$(( ${inner#* } / 1000 )) "
       fi
       times[$c.$which]+="$(( (t1 - t0) / 1000000 )) "
       cpu[$c.$which]+="$(awk '{printf "%d", ($1 + $2) * 1000}' "$tmp/cpu") "
@@ -149,14 +163,21 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[i
 echo "- $(nproc) CPUs, load average before the run: $load; file system of the workspace: $(stat -f -c %T "$work")"
 label=base
 [ "$base" = bwrap ] && label=bwrap
-printf '| case | %s ms (median of %d) | cordon ms | cordon/%s | %s CPU ms | cordon CPU ms | CPU ratio |\n|---|---|---|---|---|---|---|\n' "$label" "$n" "$label" "$label"
+printf '| case | %s ms (median of %d) | cordon ms | cordon/%s | %s CPU ms | cordon CPU ms | CPU ratio | in-sandbox %s ms | in-sandbox cordon ms | in-sandbox ratio | in-sandbox CPU ms %s / cordon | in-sandbox CPU ratio |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n' "$label" "$n" "$label" "$label" "$label" "$label"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b > 0 ? a/b : 0)}'; }
 for c in "${cases[@]}"; do
   b=$(echo "${times[$c.base]}" | median)
   w=$(echo "${times[$c.new]}" | median)
   bc=$(echo "${cpu[$c.base]}" | median)
   wc=$(echo "${cpu[$c.new]}" | median)
-  printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$c" "$b" "$w" "$(awk -v a="$w" -v b="$b" 'BEGIN {printf "%.3f", a/b}')" \
-    "$bc" "$wc" "$(awk -v a="$wc" -v b="$bc" 'BEGIN {printf "%.3f", (b > 0 ? a/b : 0)}')"
+  ib=- iw=- ir=- icb=- icw=- icr=-
+  if [ -n "${itimes[$c.base]:-}" ]; then
+    ib=$(echo "${itimes[$c.base]}" | median) iw=$(echo "${itimes[$c.new]}" | median)
+    icb=$(echo "${icpu[$c.base]}" | median) icw=$(echo "${icpu[$c.new]}" | median)
+    ir=$(ratio "$iw" "$ib") icr=$(ratio "$icw" "$icb")
+  fi
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s |\n' "$c" "$b" "$w" "$(ratio "$w" "$b")" \
+    "$bc" "$wc" "$(ratio "$wc" "$bc")" "$ib" "$iw" "$ir" "$icb" "$icw" "$icr"
 done
 if [ -n "${times[creat-loop.floor]:-}" ]; then
   b=$(echo "${times[creat-loop.base]}" | median) w=$(echo "${times[creat-loop.new]}" | median)
