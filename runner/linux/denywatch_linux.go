@@ -149,10 +149,20 @@ func denyNearZone(sb *spec.Sandbox) bool {
 // where the sandbox shows a host directory (every run denies cordon's
 // trust store, which a sandbox rarely shows): such a run starts nothing.
 func newDenyWatcher(sb *spec.Sandbox) *denyWatcher {
+	return newAliasedDenyWatcher(sb, nil)
+}
+
+// newAliasedDenyWatcher is newDenyWatcher with the aliases of sb already
+// worked out (the run's spec.Plan.Aliased), so that a run works them out
+// once; aliased nil works them out here.
+func newAliasedDenyWatcher(sb, aliased *spec.Sandbox) *denyWatcher {
 	if sb.StrictDeny || len(sb.Deny) == 0 || !denyNearZone(sb) {
 		return nil
 	}
-	sb = spec.WithAliases(sb)
+	if aliased == nil {
+		aliased = spec.WithAliases(sb)
+	}
+	sb = aliased
 	w := &denyWatcher{sb: sb, wds: map[int32][]watchedDir{}, byPath: map[string]int32{}, done: make(chan struct{})}
 	for _, d := range sb.Deny {
 		w.rules = append(w.rules, newDenyRule(d))
@@ -249,7 +259,11 @@ func (w *denyWatcher) arm(pid int, fail func(error)) error {
 // denyWalk prepares the deny watcher of the run's sandbox, when it has deny
 // paths and no strict_deny: its walk runs while the sandbox's init starts.
 func (run *linuxRun) denyWalk() error {
-	w := newDenyWatcher(run.eff)
+	var aliased *spec.Sandbox
+	if run.specPlan != nil {
+		aliased = run.specPlan.Aliased
+	}
+	w := newAliasedDenyWatcher(run.eff, aliased)
 	if w == nil {
 		return nil
 	}
