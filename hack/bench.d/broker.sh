@@ -16,6 +16,10 @@
 # RM=1 times an rm -rf of the tree after each untar instead (brokered
 # unlinks), as this script did before. TMPDIR=DIR puts the workspace in DIR:
 # a tmpfs there shows the broker's cost with no file system in the way.
+#   npm-ci     npm ci --offline of a lock file that names npm's own tarball
+#              (npm pack of the host's npm with its bundled dependencies:
+#              about 1,900 files), from a warm cache in the workspace (NPM=1,
+#              where npm is installed; the cache is filled once, untimed)
 #   go-build   go build of a small program with a cold build cache (GO=1;
 #              -buildvcs=false: the base's placeholder .git directory in the
 #              workspace makes go build fail on VCS stamping otherwise)
@@ -75,6 +79,13 @@ mkdir -p "$fix/gomod"
 printf 'module bench\n\ngo 1.21\n' >"$fix/gomod/go.mod"
 printf 'package main\n\nimport (\n\t"encoding/json"\n\t"fmt"\n\t"net/url"\n)\n\nfunc main() {\n\tb, _ := json.Marshal(url.Values{"a": {"b"}})\n\tfmt.Println(string(b))\n}\n' >"$fix/gomod/main.go"
 goroot="$(go env GOROOT 2>/dev/null || echo /usr/local/go)"
+if [ "${NPM:-0}" = 1 ]; then
+  npmdir="$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")"
+  mkdir -p "$fix/npm"
+  (cd "$fix/npm" && npm pack --silent --ignore-scripts "$npmdir" >/dev/null && tgz="$(ls npm-*.tgz)" &&
+    printf '{"name":"bench","version":"1.0.0","dependencies":{"npm":"file:%s"}}\n' "$tgz" >package.json &&
+    npm install --offline --no-audit --no-fund --loglevel=error --cache "$work/npmcache" >/dev/null && rm -rf node_modules)
+fi
 cat >"$tmp/cfg.yaml" <<YAML
 sandbox:
   root: ./work
@@ -107,10 +118,12 @@ declare -A cmd=(
   [creat-loop]="mkdir p.\$RUN && /usr/bin/python3 -c 'import os
 for i in range(10000): os.close(os.open(\"p.\$RUN/%d\" % i, os.O_CREAT | os.O_WRONLY, 0o644))'"
   [go-build]="rm -rf gocache b && cp -r /fix/gomod b && cd b && go build -o /dev/null . && cd .. && rm -rf b"
+  [npm-ci]='mkdir n.$RUN && cp /fix/npm/* n.$RUN/ && cd n.$RUN && npm ci --offline --no-audit --no-fund --loglevel=error --cache '"$work/npmcache"
 )
 read -ra cases <<<"${CASES:-true read-tree py-import untar git-clone creat-loop}"
 [ "$base" = bwrap ] && [[ " ${cases[*]} " == *" creat-loop "* ]] && cc -O2 -Wall -o "$tmp/notifyfloor" "$(dirname "$0")/notifyfloor.c"
 [ "${GO:-0}" = 1 ] && cases+=(go-build)
+[ "${NPM:-0}" = 1 ] && cases+=(npm-ci)
 now() { date +%s%N; }
 load="$(cut -d' ' -f1-3 /proc/loadavg)"
 declare -A times cpu itimes icpu
@@ -158,7 +171,7 @@ for c in "${cases[@]}"; do
     fi
   done
 done
-rm -rf --one-file-system "$work"/u.* "$work"/c.* "$work"/p.*
+rm -rf --one-file-system "$work"/u.* "$work"/c.* "$work"/p.* "$work"/n.*
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo "- $(nproc) CPUs, load average before the run: $load; file system of the workspace: $(stat -f -c %T "$work")"
 label=base
