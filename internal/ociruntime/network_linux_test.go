@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cordon-run/cordon/internal/netguard/nettest"
@@ -180,4 +181,63 @@ func resolvedOCIBin(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestOCINetworkSupervisorGone: a supervisor that dies before it serves
+// the container (killed while this test build's hook holds it at its
+// start) leaves nothing open: the container's connection to the allowed
+// port, made after, fails (the guard's device went with the supervisor,
+// and with it the only route), and the host is never reached. Root and
+// rootless podman.
+func TestOCINetworkSupervisorGone(t *testing.T) {
+	requirePodmanUser(t)
+	delay := filepath.Join(filepath.Dir(resolvedOCIBin(t)), "cordon-oci-test-supervisor-delay")
+	if err := os.WriteFile(delay, []byte("60s\n"), 0o644); err != nil {
+		t.Skipf("the test binary's directory is not writable (%v)", err)
+	}
+	t.Cleanup(func() { os.Remove(delay) })
+	p := newPodman(t)
+	h := nettest.NewHost(t, "allowed.test")
+	addr := h.Addr.String()
+	flags := []string{"-d", "--annotation", fmt.Sprintf("run.cordon.network.allow=%s:%d", addr, h.HTTPPort)}
+	script := "sleep 2; " + netScript(addr, h.HTTPPort) + "; echo done; : " + testMarker
+	r := p.run(t, append(p.runArgs(flags...), p.image, "sh", "-c", script)...)
+	id := strings.TrimSpace(r.stdout)
+	if r.code != 0 || id == "" {
+		t.Fatalf("podman run -d: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if !killSupervisor(t, id) {
+		t.Fatalf("no supervisor of container %s found to kill", id)
+	}
+	if r := p.run(t, "wait", id); strings.TrimSpace(r.stdout) == "" {
+		t.Fatalf("podman wait: exit %d stderr %q", r.code, r.stderr)
+	}
+	logs := p.run(t, "logs", id)
+	t.Logf("the container: %q %q", logs.stdout, logs.stderr)
+	p.run(t, "rm", "-f", id)
+	if strings.Contains(logs.stdout, "reached") || !strings.Contains(logs.stdout, "done") {
+		t.Errorf("container output %q (stderr %q); want the connection failed and the script done", logs.stdout, logs.stderr)
+	}
+	if s := h.Served(); len(s) != 0 {
+		t.Errorf("the host was reached with no supervisor: %q", s)
+	}
+}
+
+// killSupervisor kills the supervisor (cordon-oci __broker) of container
+// id, found by its command line.
+func killSupervisor(t *testing.T, id string) bool {
+	t.Helper()
+	pids, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range pids {
+		b, err := os.ReadFile(f)
+		if err != nil || !strings.Contains(string(b), "__broker\x00") || !strings.Contains(string(b), `"id":"`+id+`"`) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill the supervisor %d: %v", pid, err)
+		}
+		return true
+	}
+	return false
 }
