@@ -37,7 +37,11 @@ go test -c -o "$work/overlay.test" ./internal/overlay/
 go test -c -o "$work/cachedir.test" ./internal/cachedir/
 go test -c -tags seccomp -o "$work/cmdcordon.test" ./cmd/cordon/
 cp bin/cordon "$work/cordon"
-ln -s cordon "$work/cordon-oci"
+# cordon-oci's tests run a build with their hooks (-tags cordon_testhooks:
+# TestOCINetworkSlowSupervisor slows the supervisor through a file beside it).
+mkdir "$work/oci"
+go build -tags 'seccomp netgo osusergo cordon_testhooks' -ldflags '-linkmode external -extldflags -static' -o "$work/oci/cordon" ./cmd/cordon
+ln -s cordon "$work/oci/cordon-oci"
 mkdir -m 0700 "$work/xdg"
 cp -r hack "$work/hack"
 chown -R "$uid:$uid" "$work"
@@ -90,7 +94,7 @@ echo "== caches, toolchains and CA files as uid $uid (rootless): the caches are 
 echo "== host files cordon writes (report, audit log) as uid $uid (rootless)"
 (cd "$work" && "${as_user[@]}" "$work/hostfile.test" -test.count=1 -test.v 2>&1 | tail -n 20)
 echo "== cordon-oci under rootless podman as uid $uid: run, exec, a TTY, stop, deny and protect held (the broker's plants too), the allow list held, annotations refused"
-(cd "$work" && "${with_tun[@]}" "${as_user[@]}" "XDG_RUNTIME_DIR=$work/xdg" "CORDON_OCI_BIN=$work/cordon-oci" "$work/ociruntime.test" -test.count=1 \
+(cd "$work" && "${with_tun[@]}" "${as_user[@]}" "XDG_RUNTIME_DIR=$work/xdg" "CORDON_OCI_BIN=$work/oci/cordon-oci" "$work/ociruntime.test" -test.count=1 \
   -test.run 'TestOCIPodman|TestOCIDelete|TestOCIDeny|TestOCIBrokerProtectHeld|TestOCINetwork|TestOCIAnnotation|TestOCIAuditPath|TestOCIOpenByHandle|TestOCIPrivileged|TestOCICommandLine|TestParseBoundary' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
 echo "== escape suite as uid $uid (rootless)"
 (cd "$work" && "${as_user[@]}" "CORDON_BIN=$work/cordon" bash "$work/hack/escape-suite.sh")

@@ -28,8 +28,9 @@ import (
 // broker, as `cordon run` does: its seccomp profile notifies the calls
 // that create, remove, rename, link or open a path for writing, and
 // libcontainer sends the notification descriptor of each process it starts
-// (the init and every exec) to listenerPath, where a per-container
-// supervisor (cordon-oci __broker, supervisor_linux.go) serves it with
+// (the init and every exec) to listenerPath; create takes the init's and
+// hands it over (handoff_linux.go) to a per-container supervisor
+// (cordon-oci __broker, supervisor_linux.go), which serves each with
 // internal/broker and writes each refusal, typed, to the runtime log and
 // the audit log. The supervisor ends with the container's init; delete
 // ends it too and removes its socket.
@@ -205,20 +206,18 @@ func hostID(m []specs.LinuxIDMapping, id uint32, kind string) (int, error) {
 }
 
 // startBroker binds the listener socket of the container and starts the
-// supervisor that serves it, before the container is created. create does
-// not wait for it: the socket queues libcontainer's connection until the
-// supervisor accepts it, and the container's command starts only once
-// the supervisor has let the init's last call through (initfifo_linux.go);
-// a supervisor that failed leaves that call, and so the container,
-// failed, with its reason in the runtime log. stop ends it once the
+// supervisor, before the container is created. create does not wait for
+// the supervisor: the gate it returns (handoff_linux.go) takes the init's
+// descriptor, lets the init's last call through and hands the container
+// over, while the supervisor starts. stop ends the supervisor once the
 // container is destroyed.
-func startBroker(g *globals, sock string, cfg brokerConfig) (pid int, stop func(), err error) {
+func startBroker(g *globals, sock string, cfg brokerConfig) (pid int, gt *gate, stop func(), err error) {
 	// The state root, as libcontainer.Create makes it.
 	if err := os.MkdirAll(g.root, 0o700); err != nil {
-		return 0, nil, fmt.Errorf("the state root: %w", err)
+		return 0, nil, nil, fmt.Errorf("the state root: %w", err)
 	}
 	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0, nil, fmt.Errorf("the broker's socket: %w", err)
+		return 0, nil, nil, fmt.Errorf("the broker's socket: %w", err)
 	}
 	// 0600 from the bind, not after it: a state root others may enter
 	// (containerd's is 0711) gives them no moment to connect first.
@@ -226,30 +225,34 @@ func startBroker(g *globals, sock string, cfg brokerConfig) (pid int, stop func(
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	unix.Umask(old)
 	if err != nil {
-		return 0, nil, fmt.Errorf("the broker's socket: %w", err)
+		return 0, nil, nil, fmt.Errorf("the broker's socket: %w", err)
 	}
 	l.SetUnlinkOnClose(false)
-	defer l.Close()
 	removeSocket := func() { _ = os.Remove(sock) }
+	fail := func(err error) (int, *gate, func(), error) {
+		l.Close()
+		removeSocket()
+		return 0, nil, nil, err
+	}
 	if err := os.Chmod(sock, 0o600); err != nil {
-		removeSocket()
-		return 0, nil, fmt.Errorf("the broker's socket: %w", err)
+		return fail(fmt.Errorf("the broker's socket: %w", err))
 	}
-	pid, err = spawnBroker(g, l, cfg)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		removeSocket()
-		return 0, nil, err
+		return fail(fmt.Errorf("the broker's handoff socket: %w", err))
 	}
-	return pid, stopper(pid, removeSocket), nil
+	mine, theirs := os.NewFile(uintptr(fds[0]), "handoff"), os.NewFile(uintptr(fds[1]), "handoff")
+	pid, err = spawnBroker(g, theirs, cfg)
+	theirs.Close()
+	if err != nil {
+		mine.Close()
+		return fail(err)
+	}
+	return pid, newGate(cfg, l, mine), stopper(pid, removeSocket), nil
 }
 
-// spawnBroker starts the supervisor, with the listener as its fd 3.
-func spawnBroker(g *globals, l *net.UnixListener, cfg brokerConfig) (int, error) {
-	lf, err := l.File()
-	if err != nil {
-		return 0, fmt.Errorf("the broker's socket: %w", err)
-	}
-	defer lf.Close()
+// spawnBroker starts the supervisor, with the handoff socket as its fd 3.
+func spawnBroker(g *globals, hand *os.File, cfg brokerConfig) (int, error) {
 	data, err := json.Marshal(cfg)
 	if err != nil {
 		return 0, fmt.Errorf("the broker's config: %w", err)
@@ -267,7 +270,7 @@ func spawnBroker(g *globals, l *net.UnixListener, cfg brokerConfig) (int, error)
 	}
 	cmd := exec.Command(exe, append(args, brokerRole, string(data))...)
 	cmd.Args[0] = "cordon-oci"
-	cmd.ExtraFiles = []*os.File{lf}
+	cmd.ExtraFiles = []*os.File{hand}
 	cmd.SysProcAttr = &unix.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start the broker: %w", err)
@@ -360,10 +363,16 @@ func waitPidfd(pidfd int, d time.Duration) bool {
 	}
 }
 
+// supervised is a brokered container's supervisor, from create's side.
+type supervised struct {
+	gate *gate  // hands the container over (see handoff_linux.go)
+	stop func() // ends the supervisor once the container is destroyed
+}
+
 // createBrokered starts the container's supervisor and makes the
 // container with the broker's filter. The audit log's start record is written
 // first, so that a log that cannot be written fails create.
-func createBrokered(g *globals, id string, s *specs.Spec, cfg *configs.Config, b Boundary) (*libcontainer.Container, func(), error) {
+func createBrokered(g *globals, id string, s *specs.Spec, cfg *configs.Config, b Boundary) (*libcontainer.Container, *supervised, error) {
 	sock, err := brokerSocketPath(g, id)
 	if err != nil {
 		return nil, nil, err
@@ -388,19 +397,21 @@ func createBrokered(g *globals, id string, s *specs.Spec, cfg *configs.Config, b
 				Fix: "give a host path whose folder exists and is writable by the runtime", Err: err}
 		}
 	}
-	pid, stop, err := startBroker(g, sock, bc)
+	pid, gt, stop, err := startBroker(g, sock, bc)
 	if err != nil {
 		return nil, nil, err
 	}
 	c, err := libcontainer.Create(g.root, id, cfg)
 	if err != nil {
+		gt.cancel()
 		stop()
 		return nil, nil, err
 	}
 	if err := os.WriteFile(filepath.Join(g.root, id, brokerPidFile), []byte(strconv.Itoa(pid)), 0o600); err != nil {
 		_ = c.Destroy()
+		gt.cancel()
 		stop()
 		return nil, nil, fmt.Errorf("record the broker: %w", err)
 	}
-	return c, stop, nil
+	return c, &supervised{gate: gt, stop: stop}, nil
 }

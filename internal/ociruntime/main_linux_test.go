@@ -50,7 +50,7 @@ func testMain(m *testing.M) int {
 		bin := filepath.Join(dir, "cordon")
 		_, file, _, _ := runtime.Caller(0)
 		pkg := filepath.Join(filepath.Dir(file), "..", "..", "cmd", "cordon")
-		out, err := exec.Command("go", "build", "-tags", "seccomp netgo osusergo",
+		out, err := exec.Command("go", "build", "-tags", "seccomp netgo osusergo cordon_testhooks",
 			"-ldflags", "-linkmode external -extldflags -static", "-o", bin, pkg).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "go build ./cmd/cordon: %v\n%s", err, out)

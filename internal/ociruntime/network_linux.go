@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -17,13 +16,15 @@ import (
 
 // A container with run.cordon.network.allow gets cordon's network guard
 // as a `cordon run` sandbox does: the container's init makes its network
-// namespace as under runc, and its supervisor, before it lets the init's
-// last call through (the exec FIFO, see initfifo_linux.go), makes the
-// guard's tun device, routes and DNS sockets in that namespace and
-// attaches the guard (its userspace stack decides each connection by the
-// allow list, with the SNI and Host checks). So the container's command
-// starts only once the guard sees every packet, and the namespace, with
-// the device, ends with the container.
+// namespace as under runc, and create, before it lets the init's last
+// call through (the exec FIFO, see initfifo_linux.go), makes the guard's
+// tun device, routes and DNS sockets in that namespace (tunFor) and hands
+// them to the supervisor, which attaches the guard (its userspace stack
+// decides each connection by the allow list, with the SNI and Host
+// checks). So the container's command starts only once every packet can
+// leave only through the device, where it waits until the guard reads it
+// (handoff_linux.go), and the namespace, with the device, ends with the
+// container.
 
 // checkNetwork refuses an allow list on a container whose network is not
 // its own new namespace: one that shares the host's (podman --network
@@ -51,62 +52,17 @@ func checkNetwork(s *specs.Spec) error {
 
 // guardNet is the supervisor's network guard.
 type guardNet struct {
-	g     *netguard.Guard
-	rules []netguard.Rule
+	g *netguard.Guard
 }
 
 // startNetwork makes the guard (its policy and stack need no container),
 // while the container is made.
 func (s *supervisor) startNetwork() error {
-	rules, err := netguard.ParseRules(s.cfg.Allow)
-	if err != nil {
-		return fmt.Errorf("network allow list: %w", err)
-	}
 	g, err := netguard.New(netguard.Config{Allow: s.cfg.Allow, OnEvent: s.netEvent})
 	if err != nil {
 		return fmt.Errorf("network allow list: %w", err)
 	}
-	s.net = &guardNet{g: g, rules: rules}
-	return nil
-}
-
-// attachNetwork makes the guard's device in the network namespace of the
-// container's init (pid), which has not started the command yet, and
-// attaches the guard to it. A locked thread joins the namespace and ends
-// there: the runtime's user may own the container's namespace (rootless
-// podman) but not the one it would go back to.
-func (s *supervisor) attachNetwork(pid int) error {
-	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
-	if err != nil {
-		return fmt.Errorf("network allow list: the container's network namespace: %w", err)
-	}
-	defer ns.Close()
-	if same, err := sameFile(ns, "/proc/self/ns/net"); err != nil || same {
-		return fmt.Errorf("network allow list: the container has no network namespace of its own (%v)", err)
-	}
-	type result struct {
-		dev *netguard.Device
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- result{err: fmt.Errorf("join the container's network namespace: %w", err)}
-			return
-		}
-		dev, err := netguard.MakeTun(netguard.LoopbackResolvers("/etc/resolv.conf"), netguard.LoopbackForwards(s.net.rules))
-		ch <- result{dev, err}
-	}()
-	r := <-ch
-	if r.err != nil {
-		return fmt.Errorf("network allow list: %w", r.err)
-	}
-	r.dev.EndsWithNamespace = true
-	if err := s.net.g.Attach(r.dev); err != nil {
-		r.dev.Close()
-		return fmt.Errorf("network allow list: %w", err)
-	}
+	s.net = &guardNet{g: g}
 	return nil
 }
 

@@ -36,9 +36,8 @@ type runner struct {
 	container       *libcontainer.Container
 	action          action
 	subCgroupPaths  map[string]string
-	// stopBroker ends the container's broker supervisor once the
-	// container is destroyed (nil: none).
-	stopBroker func()
+	// sup is the container's broker supervisor (nil: none).
+	sup *supervised
 }
 
 func (r *runner) run(config *specs.Process) (_ int, err error) {
@@ -76,6 +75,14 @@ func (r *runner) run(config *specs.Process) (_ int, err error) {
 	} else {
 		err = r.container.Run(process)
 	}
+	if r.sup != nil {
+		// The container's command runs only once it is handed over.
+		if err != nil {
+			r.sup.gate.cancel()
+		} else if err = r.sup.gate.wait(); err != nil {
+			r.terminate(process)
+		}
+	}
 	if err != nil {
 		return -1, err
 	}
@@ -109,8 +116,8 @@ func (r *runner) destroy() {
 		if err := r.container.Destroy(); err != nil {
 			logrus.Warn(err)
 		}
-		if r.stopBroker != nil {
-			r.stopBroker()
+		if r.sup != nil {
+			r.sup.stop()
 		}
 	}
 }
@@ -163,7 +170,7 @@ func startContainer(g *globals, id string, o startOpts, act action) (int, error)
 	if err != nil {
 		return -1, err
 	}
-	c, stopBroker, err := createContainer(g, id, s, o, b)
+	c, sup, err := createContainer(g, id, s, o, b)
 	if err != nil {
 		return -1, err
 	}
@@ -177,15 +184,15 @@ func startContainer(g *globals, id string, o startOpts, act action) (int, error)
 		preserveFDs:     o.preserveFDs,
 		action:          act,
 		init:            true,
-		stopBroker:      stopBroker,
+		sup:             sup,
 	}
 	return r.run(s.Process)
 }
 
 // createContainer makes the container's state; with a boundary that needs
 // the broker, its filter notifies the broker's calls and the supervisor is
-// started (stop ends it once the container is destroyed).
-func createContainer(g *globals, id string, s *specs.Spec, o startOpts, b Boundary) (_ *libcontainer.Container, stop func(), _ error) {
+// started (see supervised).
+func createContainer(g *globals, id string, s *specs.Spec, o startOpts, b Boundary) (*libcontainer.Container, *supervised, error) {
 	rootlessCg, err := rootlessCgroups(g)
 	if err != nil {
 		return nil, nil, err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cordon-run/cordon/internal/audit"
 	"github.com/cordon-run/cordon/internal/broker"
+	"github.com/cordon-run/cordon/internal/netguard"
 )
 
 // supervisor is cordon-oci __broker: it serves the notification
@@ -26,8 +27,7 @@ type supervisor struct {
 	policy observed
 	mu     sync.Mutex
 	bs     []*broker.Broker
-	initFD int // a pidfd of the container's init, once its descriptor came
-	ready  chan struct{}
+	initFD int       // a pidfd of the container's init
 	net    *guardNet // the network guard, with an allow list
 	// netReady says whether the guard was made (nil: no allow list).
 	netReady chan error
@@ -67,21 +67,24 @@ func refusalDetail(d broker.Denial) string {
 	return fmt.Sprintf("cordon refused %s of %s (%s): %s", d.Op, d.Path, d.Rule, what)
 }
 
+// supervisorTestHook, when set (only in a test build: see
+// testhooks_linux.go), runs first in the supervisor: a slow start.
+var supervisorTestHook func()
+
 // brokerMain runs the supervisor role: args[0] is create's brokerConfig;
-// fd 3 is the listening socket.
+// fd 3 is the handoff socket (handoff_linux.go).
 func brokerMain(args []string) int {
 	if len(args) != 1 {
 		return fatal(fmt.Errorf("%w: %s is cordon-oci's own role, started by create", ErrUsage, brokerRole), 1)
+	}
+	if supervisorTestHook != nil {
+		supervisorTestHook()
 	}
 	var cfg brokerConfig
 	if err := json.Unmarshal([]byte(args[0]), &cfg); err != nil {
 		return fatal(fmt.Errorf("cordon-oci broker: its config: %w", err), 1)
 	}
-	l, err := net.FileListener(os.NewFile(3, "broker-listener"))
-	if err != nil {
-		return fatal(fmt.Errorf("cordon-oci broker: the listener: %w", err), 1)
-	}
-	s := &supervisor{cfg: cfg, initFD: -1, ready: make(chan struct{})}
+	s := &supervisor{cfg: cfg, initFD: -1}
 	s.policy = observed{BrokerPolicy: backend.NewBrokerPolicy(cfg.Deny, cfg.Protect), id: cfg.ID}
 	if cfg.Audit != "" {
 		s.policy.log = audit.New("oci", cfg.Audit)
@@ -89,23 +92,66 @@ func brokerMain(args []string) int {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 	if len(cfg.Allow) > 0 {
-		// The guard is made while the container is; attachNetwork
-		// waits for it.
+		// The guard is made while create makes the container and its
+		// device; its packets wait in the device until it is attached.
 		s.netReady = make(chan error, 1)
 		go func() { s.netReady <- s.startNetwork() }()
 	}
-	go s.accept(l.(*net.UnixListener))
+	type result struct {
+		h   handed
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		h, err := recvHandoff(os.NewFile(3, "handoff"))
+		got <- result{h, err}
+	}()
+	var h handed
 	select {
 	case <-term:
-	case <-s.ready:
-		s.waitInit(term)
+		return 0
+	case r := <-got:
+		if errors.Is(r.err, errNoHandoff) {
+			return 0
+		}
+		if r.err != nil {
+			return fatal(fmt.Errorf("cordon-oci broker: %w", r.err), 1)
+		}
+		h = r.h
 	}
+	s.initFD = h.pidfd
+	s.serve(h.seccompFD)
+	if s.netReady != nil {
+		s.attach(h.dev)
+	}
+	go s.accept(h.l)
+	s.waitInit(term)
 	// No process of the container is left to send a descriptor.
-	_ = os.Remove(l.Addr().String())
-	l.Close()
+	_ = os.Remove(h.l.Addr().String())
+	h.l.Close()
 	s.stopAll()
 	s.stopNetwork()
 	return 0
+}
+
+// attach gives the guard its device. A guard that cannot be made or
+// attached ends the container: its packets never leave the device.
+func (s *supervisor) attach(dev *netguard.Device) {
+	err := <-s.netReady
+	if err == nil && dev == nil {
+		err = errors.New("create handed over no device")
+	}
+	if err == nil {
+		err = s.net.g.Attach(dev)
+	}
+	if err == nil {
+		return
+	}
+	if dev != nil {
+		dev.Close()
+	}
+	logrus.WithField("container", s.cfg.ID).Errorf("cordon-oci broker: network allow list: %v; the container is killed", err)
+	_ = unix.PidfdSendSignal(s.initFD, unix.SIGKILL, nil, 0)
 }
 
 // waitInit returns when the container's init has exited, or on a signal.
@@ -121,7 +167,7 @@ func (s *supervisor) waitInit(term chan os.Signal) {
 	}
 }
 
-// accept serves each process's descriptor as it comes.
+// accept serves each exec'd process's descriptor as it comes.
 func (s *supervisor) accept(l *net.UnixListener) {
 	for {
 		c, err := l.AcceptUnix()
@@ -133,53 +179,22 @@ func (s *supervisor) accept(l *net.UnixListener) {
 			logrus.WithField("container", s.cfg.ID).Errorf("cordon-oci broker: %v", err)
 			continue
 		}
-		st, fd, err := recvSeccompFD(c)
+		_, fd, err := recvSeccompFD(c)
 		c.Close()
 		if err != nil {
 			logrus.WithField("container", s.cfg.ID).Errorf("cordon-oci broker: %v", err)
 			continue
 		}
-		s.serve(st, fd)
+		s.serve(fd)
 	}
 }
 
-// serve starts a broker on fd. The first descriptor is the init's: its
-// exec FIFO is let through (initfifo_linux.go) and its pid is watched.
-func (s *supervisor) serve(st specs.ContainerProcessState, fd int) {
-	s.mu.Lock()
-	first := s.initFD < 0
-	s.mu.Unlock()
-	if first {
-		if err := s.beforeCommand(fd, st.State.Pid); err != nil {
-			logrus.WithField("container", s.cfg.ID).Errorf("cordon-oci broker: %v", err)
-		}
-	}
+// serve starts a broker on fd.
+func (s *supervisor) serve(fd int) {
 	b := broker.Start(fd, s.policy, s.cfg.Creds)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.bs = append(s.bs, b)
-	if first {
-		pidfd, err := unix.PidfdOpen(st.State.Pid, 0)
-		if err != nil {
-			logrus.WithField("container", s.cfg.ID).Errorf("cordon-oci broker: watch the init %d: %v", st.State.Pid, err)
-			return
-		}
-		s.initFD = pidfd
-		close(s.ready)
-	}
-}
-
-// beforeCommand attaches the network guard (with an allow list) while the
-// init waits in its last call, then lets that call through; a guard that
-// cannot be attached fails the call, and so the container.
-func (s *supervisor) beforeCommand(fd, pid int) error {
-	var netErr error
-	if s.netReady != nil {
-		if netErr = <-s.netReady; netErr == nil {
-			netErr = s.attachNetwork(pid)
-		}
-	}
-	return passInitFIFO(fd, pid, netErr)
 }
 
 func (s *supervisor) stopAll() {
