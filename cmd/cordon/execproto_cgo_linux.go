@@ -24,7 +24,7 @@ import (
 
 // The exec protocol of the C client (execproto_linux.h) against the Go
 // server's (internal/session), and the exit codes of the C
-// (runner/exitcodes.h, execproto_linux.h) against the Go ones, checked when this package builds: each line is an array whose
+// (internal/exitcodes/exitcodes.h, execproto_linux.h) against the Go ones, checked when this package builds: each line is an array whose
 // length is the difference, and it compiles only when that is zero.
 var (
 	_ [C.EXEC_REQ_MAGIC - sessiond.WireReqMagic]struct{}

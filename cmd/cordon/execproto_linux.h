@@ -25,7 +25,7 @@
 #define EXEC_MAX_PAYLOAD (8u << 20)
 #define EXEC_MAX_RESPONSE (16u << 20)
 
-#include "../../runner/exitcodes.h"
+#include "../../internal/exitcodes/exitcodes.h"
 
 // cordon's exit codes a client reports itself: a bad flag or name, and a
 // session it cannot reach (session_gone, CORDON_EXIT_SETUP) or another

@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../runner/exitcodes.h"
+#include "../exitcodes/exitcodes.h"
 
 #define CORDON_NET_HELPER_ARG "cordon-net-helper"
 

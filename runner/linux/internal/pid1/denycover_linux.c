@@ -33,7 +33,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../../../exitcodes.h"
+#include "../../../../internal/exitcodes/exitcodes.h"
 
 #define CORDON_DENY_COVER_ARG "cordon-deny-cover"
 

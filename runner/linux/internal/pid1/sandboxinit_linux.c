@@ -50,7 +50,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "../../../exitcodes.h"
+#include "../../../../internal/exitcodes/exitcodes.h"
 #include "sandboxinit_linux.h"
 
 #define CORDON_INIT_ARG "cordon-sandbox-init"

@@ -29,7 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../../exitcodes.h"
+#include "../../../../internal/exitcodes/exitcodes.h"
 #include "forkproto_linux.h"
 #include "sandboxinit_linux.h"
 #include "sessionshim_linux.h"

@@ -1,5 +1,6 @@
-// The exit codes of runner.go (ExitTimeout, ExitSetupError, ...) for the
-// C of cordon: the pre-runtime entry points (runner/linux/internal/pid1,
+// The exit codes of runner/runner.go (ExitTimeout, ExitSetupError, ...) for the
+// C of cordon, in a leaf below the runner so that every C file may include
+// it: the pre-runtime entry points (runner/linux/internal/pid1,
 // internal/netguard's helper, cmd/cordon's exec client) exit with them
 // before any Go runs. Defined here once for the C; cmd/cordon checks them
 // against the Go constants when it builds (execproto_cgo_linux.go). A
