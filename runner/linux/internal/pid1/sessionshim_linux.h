@@ -1,4 +1,5 @@
-// What the files of the session's PID 1 share: sessioninit_linux.c (PID 1,
+// What the files of the session's PID 1 share: sessionwire_linux.c (status
+// records, reading a request, signals), sessioninit_linux.c (PID 1,
 // the shims' loop, the requests), sessionshim_linux.c (one exec in a shim:
 // spawn, wait, kill the tree) and sessionattrs_linux.c (the attributes a
 // command inherits, put back before each exec).
@@ -19,6 +20,7 @@ void si_fail_status(int fd, int phase, int err);
 int si_read_full(int fd, void *buf, size_t n);
 int si_stdio_fds(const struct cordon_req *h);
 int si_want_fds(const struct cordon_req *h);
+int si_recv_header(int sock, struct cordon_req *h, int fds[MAX_FDS]);
 void si_catchable(sigset_t *set);
 void si_drain_signals(int sfd);
 
