@@ -26,13 +26,6 @@ var (
 	ErrOverlayNotFound = overlay.ErrNotFound
 )
 
-// InOverlay runs the command in the copy-on-write overlay name of the
-// workspace: the workspace is the read-only lower layer and every write
-// lands in the overlay's upper layer, which cordon keeps per user outside
-// the workspace (OverlayStore). A later run with the same name continues
-// where this one stopped; nothing reaches the host until ApplyOverlay.
-func InOverlay(name string) RunOption { return func(c *runConfig) { c.overlay = name } }
-
 // OverlayStore opens this user's overlay store (overlay.DefaultDir).
 func OverlayStore() (*overlay.Store, error) { return overlay.Open(overlay.DefaultDir()) }
 

@@ -75,6 +75,13 @@ func TypeAhead(b []byte) RunOption { return func(c *runConfig) { c.req.TypeAhead
 // sandbox. A session's exec takes Signals instead.
 func Notify(ch <-chan os.Signal) RunOption { return func(c *runConfig) { c.req.Signals = ch } }
 
+// InOverlay runs the command in the copy-on-write overlay name of the
+// workspace: the workspace is the read-only lower layer and every write
+// lands in the overlay's upper layer, which cordon keeps per user outside
+// the workspace (OverlayStore). A later run with the same name continues
+// where this one stopped; nothing reaches the host until ApplyOverlay.
+func InOverlay(name string) RunOption { return func(c *runConfig) { c.overlay = name } }
+
 // Run runs args in the sandbox and returns its typed result: the exit code
 // and the failure type (none, process_error, sandbox_denied with what IS
 // allowed, timeout, oom, setup_error). The error is non-nil only when the
@@ -136,8 +143,4 @@ func auditOutcome(res Result) audit.Outcome {
 	return audit.Outcome{ExitCode: res.ExitCode, FailureType: string(res.FailureType), FailureDetail: res.FailureDetail,
 		BlockedPath: res.BlockedPath, Signal: res.Signal, DurationMS: res.DurationMS,
 		SandboxDenied: res.FailureType == runner.FailureSandboxDenied, Network: res.Network}
-}
-
-func setupResult(err error) Result {
-	return Result{ExitCode: runner.ExitSetupError, FailureType: runner.FailureSetupError, FailureDetail: err.Error()}
 }

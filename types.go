@@ -67,3 +67,9 @@ var (
 	ErrSuffix         = mounts.ErrSuffix
 	ErrTooLarge       = mounts.ErrTooLarge
 )
+
+// setupResult is the result of a run that failed before its command
+// started: setup_error, with the error as its detail.
+func setupResult(err error) Result {
+	return Result{ExitCode: runner.ExitSetupError, FailureType: runner.FailureSetupError, FailureDetail: err.Error()}
+}
