@@ -74,6 +74,9 @@ func (b *Broker) handle(n *notif, holding bool, umask *int) bool {
 		if r.again {
 			r = fail(unix.EAGAIN)
 		}
+		if movesDirs(sc.name, n.Args) {
+			b.umasks.moved() // under the names lock still: see cwd_linux.go
+		}
 		unlock()
 		if r.errno == unix.EROFS && c.last != "" {
 			b.observe(Denial{Op: sc.name, Path: c.last, Rule: ReadOnly}, c.pid)
