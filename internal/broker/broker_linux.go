@@ -332,7 +332,8 @@ func (b *Broker) worker() {
 			b.fail(err)
 			return
 		}
-		if pending(b.fd) {
+		more, seen := b.peek(int(n.Pid))
+		if more {
 			b.pass()
 			holding = false
 		}
@@ -343,7 +344,7 @@ func (b *Broker) worker() {
 		if idx < len(b.callers) {
 			b.callers[idx].Store(int32(n.Pid))
 		}
-		holding = b.handle(n, holding, &umask)
+		holding = b.handle(n, holding, &umask, seen)
 	}
 }
 

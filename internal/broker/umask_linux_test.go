@@ -105,12 +105,23 @@ func TestUmaskKept(t *testing.T) {
 func sharingThread(t *testing.T) (int, func()) {
 	t.Helper()
 	tids, quit := make(chan int), make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		tids <- unix.Gettid()
-		<-quit
-	}()
-	tid := <-tids
+	var tid int
+	for {
+		go func() {
+			runtime.LockOSThread()
+			me := unix.Gettid()
+			tids <- me
+			if me == unix.Getpid() {
+				// The main thread does not end with its goroutine.
+				runtime.UnlockOSThread()
+				return
+			}
+			<-quit // never unlocked: the thread ends with the goroutine
+		}()
+		if tid = <-tids; tid != unix.Getpid() {
+			break
+		}
+	}
 	pfd, err := openThreadPidfd(tid)
 	if err != nil {
 		t.Fatal(err)
@@ -132,4 +143,42 @@ func sharingThread(t *testing.T) (int, func()) {
 	}
 	t.Cleanup(end)
 	return tid, end
+}
+
+// TestPeekOnePoll: peek answers, in one poll, whether another notification
+// waits (more) and whether the caller's kept entry is still its thread's
+// (seen); the entry of a thread that exited is not seen and is dropped
+// (its tid may be another thread's).
+func TestPeekOnePoll(t *testing.T) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	b := &Broker{fd: p[0]} // a pipe stands in for the listener: readable is "more"
+	defer b.umasks.closeAll()
+	tid, end := sharingThread(t)
+	pfd, err := openThreadPidfd(tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, gen, _ := b.umasks.cached(tid)
+	b.umasks.store(tid, pfd, 0o022, gen)
+	if more, seen := b.peek(tid); more || !seen {
+		t.Fatalf("idle listener, live thread: more %v seen %v", more, seen)
+	}
+	if _, err := unix.Write(p[1], []byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if more, seen := b.peek(tid); !more || !seen {
+		t.Fatalf("waiting notification, live thread: more %v seen %v", more, seen)
+	}
+	end()
+	if _, seen := b.peek(tid); seen {
+		t.Fatal("the kept entry of an exited thread was seen as its tid's")
+	}
+	if _, hit, _, _ := b.umasks.cached(tid); hit {
+		t.Fatal("the kept entry of an exited thread was not dropped")
+	}
 }
