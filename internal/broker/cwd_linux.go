@@ -30,7 +30,10 @@ import (
 // relative paths, still at its old path until the thread's next chdir or
 // umask or this broker's next rename or rmdir: such a path is resolved
 // from the old path (what is there now, or ENOENT), where the kernel
-// would resolve it from the moved directory. With strict_deny (a Policy
+// would resolve it from the moved directory. And, as for the umask, a
+// thread made without CLONE_FS that changes its directory and then execs
+// from a non-leader thread takes its leader's tid with its own directory,
+// and the leader's kept one is used for it. With strict_deny (a Policy
 // that says so: StrictPolicy) nothing is kept.
 
 // StrictPolicy is a Policy that says whether the sandbox runs with
