@@ -108,7 +108,7 @@ func (c *call) dropCwdRead() {
 func (u *umasks) storeCwd(tid, pfd int, cwd string, gen, cwdGen uint64) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if gen != u.gen || cwdGen != u.cwdGen || len(u.wait) > 0 || u.noCwd {
+	if gen != u.gen || cwdGen != u.cwdGen || u.heldBack(tid) || u.noCwd {
 		if pfd >= 0 {
 			unix.Close(pfd)
 		}

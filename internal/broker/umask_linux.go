@@ -153,10 +153,8 @@ func (u *umasks) current(tid int, seen *bool) (e umaskEntry, hit, keep bool) {
 			u.forgetWait(w)
 		}
 	}
-	for w := range u.wait {
-		if w == tid || sharesFS(tid, w) {
-			return umaskEntry{}, false, false
-		}
+	if u.heldBack(tid) {
+		return umaskEntry{}, false, false
 	}
 	e, hit = u.m[tid]
 	if !hit {
@@ -178,7 +176,7 @@ func (u *umasks) current(tid int, seen *bool) (e umaskEntry, hit, keep bool) {
 func (u *umasks) store(tid, pfd, mask int, gen uint64) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if gen != u.gen || len(u.wait) > 0 {
+	if gen != u.gen || u.heldBack(tid) {
 		unix.Close(pfd)
 		return
 	}
@@ -210,6 +208,18 @@ func openThreadPidfd(tid int) (int, error) {
 		pfd, err = unix.PidfdOpen(tid, 0)
 	}
 	return pfd, err
+}
+
+// heldBack reports whether a umask(2) or chdir under way may change tid's
+// values: one made by tid itself, or by a thread that shares its
+// fs_struct (under mu). Nothing may be kept or used for tid then.
+func (u *umasks) heldBack(tid int) bool {
+	for w := range u.wait {
+		if w == tid || sharesFS(tid, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // kcmpFS is KCMP_FS (linux/kcmp.h).

@@ -67,6 +67,10 @@ func TestUmaskKept(t *testing.T) {
 	if _, hit, _, keep := u.cached(me); hit || !keep {
 		t.Fatalf("an unrelated process's umask(2) held this thread back: hit %v keep %v", hit, keep)
 	}
+	keepMine(0o022) // stored too, not only read (a read per call, and a pidfd opened each time)
+	if m, hit, _, _ := u.cached(me); !hit || m != 0o022 {
+		t.Fatalf("not kept while an unrelated process's umask(2) is under way: %o %v", m, hit)
+	}
 	u.settle(child.Process.Pid)
 
 	// A value stored under a generation before a umask(2) is not kept.
