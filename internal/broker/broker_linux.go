@@ -6,7 +6,9 @@
 // The broker never lets such a call continue in the kernel
 // (SECCOMP_USER_NOTIF_FLAG_CONTINUE would re-read the caller's path, which
 // another of its threads can change after the check); only umask(2), which
-// it watches to keep each caller's umask (umask_linux.go), continues. It copies the path
+// it watches to keep each caller's umask (umask_linux.go), and chdir(2)
+// and fchdir(2), watched to keep each caller's working directory
+// (cwd_linux.go), continue. It copies the path
 // out of the caller's memory, resolves it in the sandbox's own view (the
 // caller's root, working directory or directory descriptor, with openat2
 // and RESOLVE_IN_ROOT), decides on the resolved path, and performs the
@@ -127,6 +129,9 @@ const (
 // Start serves fd (which the broker now owns) until Stop.
 func Start(fd int, p Policy, c Creds) *Broker {
 	b := &Broker{fd: fd, policy: p, creds: c, stop: make(chan struct{}), baton: make(chan struct{}, 1)}
+	if sp, ok := p.(StrictPolicy); ok && sp.StrictDeny() {
+		b.umasks.noCwd = true // see cwd_linux.go
+	}
 	_ = setSyncWakeUp(fd) // best effort: see setSyncWakeUp
 	b.baton <- struct{}{}
 	b.work = b.worker
@@ -327,7 +332,8 @@ func (b *Broker) worker() {
 			b.fail(err)
 			return
 		}
-		if pending(b.fd) {
+		more, seen := b.peek(int(n.Pid))
+		if more {
 			b.pass()
 			holding = false
 		}
@@ -338,7 +344,7 @@ func (b *Broker) worker() {
 		if idx < len(b.callers) {
 			b.callers[idx].Store(int32(n.Pid))
 		}
-		holding = b.handle(n, holding, &umask)
+		holding = b.handle(n, holding, &umask, seen)
 	}
 }
 

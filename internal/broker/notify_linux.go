@@ -57,11 +57,32 @@ func orphaned(fd int) bool {
 	return err == nil && n > 0 && p[0].Revents&unix.POLLHUP != 0
 }
 
-// pending reports whether another notification is waiting to be received.
-func pending(fd int) bool {
-	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(p, 0)
-	return err == nil && n > 0 && p[0].Revents&unix.POLLIN != 0
+// peek reports, after a notification of thread tid was received, whether
+// another one is waiting to be received (more), and whether tid's kept
+// umask and working directory are its own (seen: its entry's pidfd does
+// not poll readable; see umasks.current): one poll of both descriptors,
+// where a call paid one poll for each. An entry whose thread exited is
+// dropped. The pidfd is polled under the entries' lock, so it is not
+// closed (and its number reused) meanwhile.
+func (b *Broker) peek(tid int) (more, seen bool) {
+	u := &b.umasks
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	p := [2]unix.PollFd{{Fd: int32(b.fd), Events: unix.POLLIN}, {Fd: -1}}
+	e, kept := u.m[tid]
+	kept = kept && e.gen == u.gen
+	if kept {
+		p[1] = unix.PollFd{Fd: int32(e.pidfd), Events: unix.POLLIN}
+	}
+	if _, err := unix.Poll(p[:], 0); err != nil {
+		return false, false
+	}
+	if kept && p[1].Revents != 0 {
+		unix.Close(e.pidfd)
+		delete(u.m, tid)
+		kept = false
+	}
+	return p[0].Revents&unix.POLLIN != 0, kept
 }
 
 // valid reports whether the notification is still pending: the caller has

@@ -53,8 +53,9 @@ func ok(v int64) result     { return result{val: v, fd: -1} }
 // does (call.mayBlock may have passed it on).
 //
 // umask is the worker thread's umask as it last set it (-1: unknown).
-func (b *Broker) handle(n *notif, holding bool, umask *int) bool {
-	c := &call{b: b, n: n, pid: int(n.Pid), holding: holding, threadUmask: umask}
+// seen says the caller's kept entry was found current by peek.
+func (b *Broker) handle(n *notif, holding bool, umask *int, seen bool) bool {
+	c := &call{b: b, n: n, pid: int(n.Pid), holding: holding, threadUmask: umask, fsSeen: seen}
 	defer c.close()
 	b.umasks.settle(c.pid)
 	b.names.RLock() // publishing makes a name (see nameLock)
@@ -73,6 +74,9 @@ func (b *Broker) handle(n *notif, holding bool, umask *int) bool {
 		}
 		if r.again {
 			r = fail(unix.EAGAIN)
+		}
+		if movesDirs(sc.name, n.Args) {
+			b.umasks.moved() // under the names lock still: see cwd_linux.go
 		}
 		unlock()
 		if r.errno == unix.EROFS && c.last != "" {

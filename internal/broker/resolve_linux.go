@@ -23,9 +23,16 @@ type call struct {
 	// threadUmask is the worker thread's umask as it last set it (-1:
 	// unknown; nil: not tracked).
 	threadUmask *int
+	// fsSeen says the caller's kept umask and working directory were
+	// found current in this call (see umasks.cachedSeen).
+	fsSeen bool
+	// cwdRead is the working directory read for this call, kept once the
+	// call is known to be still pending (see keepCwd).
+	cwdRead cwdRead
 }
 
 func (c *call) close() {
+	c.dropCwdRead()
 	for _, fd := range c.fds {
 		unix.Close(fd)
 	}
@@ -126,7 +133,7 @@ func readlinkPath(dir int, name string) (string, error) {
 // from: its working directory, or the directory dirfd names.
 func (c *call) dirOf(dirfd int32) (string, error) {
 	if dirfd == unix.AT_FDCWD {
-		return linkPath("/proc/" + strconv.Itoa(c.pid) + "/cwd")
+		return c.cwd()
 	}
 	if dirfd < 0 {
 		return "", unix.EBADF
@@ -167,6 +174,7 @@ func (c *call) full(dirfd int32, path string) (string, error) {
 	if err := c.live(); err != nil {
 		return "", err
 	}
+	c.keepCwd()
 	return path, nil
 }
 

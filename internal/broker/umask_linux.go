@@ -19,8 +19,10 @@ import (
 //     and forgets every kept value (another thread or process may share
 //     the caller's fs_struct, CLONE_FS);
 //   - until the thread that called umask(2) is back from it (it makes its
-//     next notified call, or it exits), nothing is kept: a status read
-//     meanwhile could still see the old value;
+//     next notified call, or it exits), nothing is kept or used for a
+//     thread that shares its fs_struct (kcmp KCMP_FS; every thread when
+//     the kernel cannot tell): a status read meanwhile could still see
+//     the old value;
 //   - a kept value whose thread has exited (its pidfd polls readable) is
 //     read again: its tid may be another thread's now.
 //
@@ -28,20 +30,31 @@ import (
 // that calls umask(2) and then execs takes over its leader's tid with its
 // own umask, and the leader's kept value is then used for it: a file it
 // creates gets its leader's umask. That changes a file's permission bits
-// for the host's other users, never a deny or protect decision.
+// for the host's other users, never a deny or protect decision. (The same
+// thread's chdir then execs: see cwd_linux.go for the working directory.)
 type umasks struct {
-	mu   sync.Mutex
-	gen  uint64
-	m    map[int]umaskEntry // by tid
-	wait map[int]int        // the threads in umask(2): tid -> pidfd
+	mu  sync.Mutex
+	gen uint64
+	// cwdGen counts the broker's renames and directory removals: a kept
+	// working directory read under an earlier one is read again (see
+	// cwd_linux.go).
+	cwdGen uint64
+	// noCwd keeps no working directory (strict_deny: see cwd_linux.go).
+	noCwd bool
+	m     map[int]umaskEntry // by tid
+	wait  map[int]int        // the threads in umask(2): tid -> pidfd
 	// waiting is len(wait), read without mu by every call (see settle).
 	waiting atomic.Int32
 }
 
 type umaskEntry struct {
 	pidfd int
-	mask  int
+	mask  int // -1: not read yet (the entry holds a working directory only)
 	gen   uint64
+	// cwd is the thread's working directory as last read, "" if not;
+	// kept under cwdGen.
+	cwd    string
+	cwdGen uint64
 }
 
 // maxUmasks bounds the kept values: all are dropped when it is full.
@@ -111,24 +124,51 @@ func (u *umasks) closeAll() {
 // cached returns tid's kept umask, or ok false and the generation a value
 // read now would be kept under (keep false: read it, keep nothing).
 func (u *umasks) cached(tid int) (mask int, ok bool, gen uint64, keep bool) {
+	return u.cachedSeen(tid, nil)
+}
+
+// cachedSeen is cached; *seen says tid's entry was found current already
+// in this call (its pidfd polled: one poll a call is enough, the caller
+// is alive throughout), and is set when it is found so now.
+func (u *umasks) cachedSeen(tid int, seen *bool) (mask int, ok bool, gen uint64, keep bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	e, hit, keep := u.current(tid, seen)
+	if !keep {
+		return 0, false, 0, false
+	}
+	if hit && e.mask >= 0 {
+		return e.mask, true, 0, false
+	}
+	return 0, false, u.gen, true
+}
+
+// current returns tid's entry when it may be used: no umask(2) or chdir
+// since it was kept, and its thread has not exited (under mu; see
+// cachedSeen for seen, which may be nil). keep false: a umask(2) or chdir
+// is under way, nothing may be kept or used.
+func (u *umasks) current(tid int, seen *bool) (e umaskEntry, hit, keep bool) {
 	for w, pfd := range u.wait {
 		if w != tid && pfd >= 0 && exited(pfd) {
 			u.forgetWait(w)
 		}
 	}
-	if len(u.wait) > 0 {
-		return 0, false, 0, false
+	if u.heldBack(tid) {
+		return umaskEntry{}, false, false
 	}
-	if e, hit := u.m[tid]; hit {
-		if e.gen == u.gen && !exited(e.pidfd) {
-			return e.mask, true, 0, false
+	e, hit = u.m[tid]
+	if !hit {
+		return umaskEntry{}, false, true
+	}
+	if e.gen == u.gen && (seen != nil && *seen || !exited(e.pidfd)) {
+		if seen != nil {
+			*seen = true
 		}
-		unix.Close(e.pidfd)
-		delete(u.m, tid)
+		return e, true, true
 	}
-	return 0, false, u.gen, true
+	unix.Close(e.pidfd)
+	delete(u.m, tid)
+	return umaskEntry{}, false, true
 }
 
 // store keeps mask for tid (whose pidfd is pfd, which u now owns) if no
@@ -136,7 +176,7 @@ func (u *umasks) cached(tid int) (mask int, ok bool, gen uint64, keep bool) {
 func (u *umasks) store(tid, pfd, mask int, gen uint64) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if gen != u.gen || len(u.wait) > 0 {
+	if gen != u.gen || u.heldBack(tid) {
 		unix.Close(pfd)
 		return
 	}
@@ -147,6 +187,14 @@ func (u *umasks) store(tid, pfd, mask int, gen uint64) {
 		}
 	}
 	if old, ok := u.m[tid]; ok {
+		if old.gen == gen {
+			// The entry a working directory was kept in: the same thread
+			// (no umask(2), chdir or exit since: gen is current).
+			unix.Close(pfd)
+			old.mask = mask
+			u.m[tid] = old
+			return
+		}
 		unix.Close(old.pidfd)
 	}
 	u.m[tid] = umaskEntry{pidfd: pfd, mask: mask, gen: gen}
@@ -162,6 +210,32 @@ func openThreadPidfd(tid int) (int, error) {
 	return pfd, err
 }
 
+// heldBack reports whether a umask(2) or chdir under way may change tid's
+// values: one made by tid itself, or by a thread that shares its
+// fs_struct (under mu). Nothing may be kept or used for tid then.
+func (u *umasks) heldBack(tid int) bool {
+	for w := range u.wait {
+		if w == tid || sharesFS(tid, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// kcmpFS is KCMP_FS (linux/kcmp.h).
+const kcmpFS = 3
+
+// sharesFS reports whether threads a and b share their fs_struct (umask,
+// working directory: CLONE_FS), so that a umask(2) or chdir of b changes
+// a's too. Only such threads are held back by b's call under way: a shell
+// that changed its directory and waits for its children would otherwise
+// keep every child from having its values kept. When the kernel cannot
+// tell (kcmp refused or missing), they count as sharing.
+func sharesFS(a, b int) bool {
+	r, _, e := unix.RawSyscall6(unix.SYS_KCMP, uintptr(a), uintptr(b), kcmpFS, 0, 0, 0)
+	return e != 0 || r == 0
+}
+
 // exited reports whether the thread of pidfd pfd has exited.
 func exited(pfd int) bool {
 	p := []unix.PollFd{{Fd: int32(pfd), Events: unix.POLLIN}}
@@ -174,7 +248,7 @@ func exited(pfd int) bool {
 // from /proc/PID/status (see umasks).
 func (c *call) umask() int {
 	u := &c.b.umasks
-	mask, hit, gen, keep := u.cached(c.pid)
+	mask, hit, gen, keep := u.cachedSeen(c.pid, &c.fsSeen)
 	if hit {
 		return mask
 	}

@@ -152,7 +152,8 @@ func fdMetaFastPath(name string) ([]*configs.Syscall, bool) {
 // brokerPolicy refuses changes to the sandbox's deny and protect paths
 // (and what lies below them), at every sandbox path of the same host file.
 type brokerPolicy struct {
-	rules []brokerRule
+	rules  []brokerRule
+	strict bool // strict_deny: the broker keeps no working directory
 }
 
 // brokerRule is one entry, compiled: the broker decides every create,
@@ -185,7 +186,7 @@ func (run *linuxRun) policy() brokerPolicy {
 
 // aliasedBrokerPolicy is newBrokerPolicy of a sandbox WithAliases made.
 func aliasedBrokerPolicy(sb *spec.Sandbox) brokerPolicy {
-	var p brokerPolicy
+	p := brokerPolicy{strict: sb.StrictDeny}
 	for _, d := range sb.Deny {
 		p.rules = append(p.rules, newBrokerRule("deny", d))
 	}
@@ -212,6 +213,10 @@ func (p brokerPolicy) Refuse(path string) string {
 	}
 	return ""
 }
+
+// StrictDeny reports whether the sandbox has strict_deny (see
+// broker.StrictPolicy).
+func (p brokerPolicy) StrictDeny() bool { return p.strict }
 
 // Leads returns "deny PATH" or "protect PATH" for the entry whose path (a
 // pattern's literal prefix) lies strictly below p: a symlink at p would

@@ -1,0 +1,165 @@
+package broker
+
+import (
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// A relative path starts at the caller's working directory, whose sandbox
+// path the broker read from /proc/TID/cwd for every such call: a readlink
+// of about 3.5 µs on this kind of host, a sixth of a brokered create. The
+// path is kept instead, with the umask, in the thread's entry of umasks
+// (both belong to the thread's fs_struct, and change by calls the filter
+// notifies):
+//
+//   - chdir(2) and fchdir(2) are notified and continue in the kernel, as
+//     umask(2) does (they name a directory the kernel resolves; nothing
+//     is decided on them): each drops every kept value, and none is kept
+//     until the thread that made it is back or gone (umasks.changing);
+//   - every rename and directory removal the broker performs counts
+//     (cwdGen): a working directory read before one is read again;
+//   - a kept value whose thread has exited is read again (its pidfd).
+//
+// The kept path is only where the resolution starts: the parent is still
+// opened by openat2 in the sandbox's root and decided at the path the
+// kernel gives for what was opened, so every decision is made on the
+// place that is written. Left, in the default mode: a working directory
+// renamed or removed by the host or by another sandbox on the same
+// workspace (which this broker does not see) is, for this thread's
+// relative paths, still at its old path until the thread's next chdir or
+// umask or this broker's next rename or rmdir: such a path is resolved
+// from the old path (what is there now, or ENOENT), where the kernel
+// would resolve it from the moved directory. And, as for the umask, a
+// thread made without CLONE_FS that changes its directory and then execs
+// from a non-leader thread takes its leader's tid with its own directory,
+// and the leader's kept one is used for it. With strict_deny (a Policy
+// that says so: StrictPolicy) nothing is kept.
+
+// StrictPolicy is a Policy that says whether the sandbox runs with
+// strict_deny; the broker then keeps no working directory (see
+// cwd_linux.go).
+type StrictPolicy interface {
+	Policy
+	// StrictDeny reports whether the sandbox has strict_deny set.
+	StrictDeny() bool
+}
+
+// cwdRead is a working directory read for a call, kept once the call is
+// known to be still pending (keepCwd).
+type cwdRead struct {
+	path        string
+	pfd         int // a pidfd of the caller's thread, opened before the read; 0: none
+	gen, cwdGen uint64
+}
+
+// cwd returns the sandbox path of the caller's working directory: kept
+// from an earlier call of the same thread, or read from /proc/TID/cwd.
+func (c *call) cwd() (string, error) {
+	u := &c.b.umasks
+	u.mu.Lock()
+	e, hit, keep := u.current(c.pid, &c.fsSeen)
+	gen, cwdGen, noCwd := u.gen, u.cwdGen, u.noCwd
+	u.mu.Unlock()
+	if hit && e.cwd != "" && e.cwdGen == cwdGen && !noCwd {
+		return e.cwd, nil
+	}
+	pfd := -1
+	if keep && !noCwd && !hit {
+		// Opened before the read: the pidfd and the path are both the
+		// caller's once the call is found still pending.
+		if fd, err := openThreadPidfd(c.pid); err == nil {
+			pfd = fd
+		}
+	}
+	p, err := linkPath("/proc/" + strconv.Itoa(c.pid) + "/cwd")
+	if err != nil || !keep || noCwd {
+		if pfd >= 0 {
+			unix.Close(pfd)
+		}
+		return p, err
+	}
+	c.cwdRead = cwdRead{path: p, pfd: pfd + 1, gen: gen, cwdGen: cwdGen}
+	return p, nil
+}
+
+// keepCwd keeps the working directory read for this call, now that the
+// call is known to be still pending (the path was the caller's).
+func (c *call) keepCwd() {
+	r := c.cwdRead
+	if r.path == "" {
+		return
+	}
+	c.cwdRead = cwdRead{}
+	c.b.umasks.storeCwd(c.pid, r.pfd-1, r.path, r.gen, r.cwdGen)
+}
+
+// dropCwdRead closes the pidfd of a working directory read and not kept.
+func (c *call) dropCwdRead() {
+	if c.cwdRead.pfd > 0 {
+		unix.Close(c.cwdRead.pfd - 1)
+	}
+	c.cwdRead = cwdRead{}
+}
+
+// storeCwd keeps cwd for tid, whose pidfd is pfd (-1: tid's entry holds
+// one), if no umask(2), chdir, rename or directory removal came since gen
+// and cwdGen were handed out. u owns pfd.
+func (u *umasks) storeCwd(tid, pfd int, cwd string, gen, cwdGen uint64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if gen != u.gen || cwdGen != u.cwdGen || u.heldBack(tid) || u.noCwd {
+		if pfd >= 0 {
+			unix.Close(pfd)
+		}
+		return
+	}
+	if e, ok := u.m[tid]; ok && e.gen == gen {
+		if pfd >= 0 {
+			unix.Close(pfd)
+		}
+		e.cwd, e.cwdGen = cwd, cwdGen
+		u.m[tid] = e
+		return
+	}
+	if pfd < 0 {
+		return
+	}
+	if u.m == nil || len(u.m) >= maxUmasks {
+		u.dropAll()
+		if u.m == nil {
+			u.m = map[int]umaskEntry{}
+		}
+	}
+	if old, ok := u.m[tid]; ok {
+		unix.Close(old.pidfd)
+	}
+	u.m[tid] = umaskEntry{pidfd: pfd, mask: -1, gen: gen, cwd: cwd, cwdGen: cwdGen}
+}
+
+// moved counts a rename or directory removal the broker performed: every
+// kept working directory is read again.
+func (u *umasks) moved() {
+	u.mu.Lock()
+	u.cwdGen++
+	u.mu.Unlock()
+}
+
+// movesDirs reports whether the brokered call name with args a may rename or remove a
+// directory (see umasks.moved).
+func movesDirs(name string, a [6]uint64) bool {
+	switch name {
+	case "rename", "renameat", "renameat2", "rmdir":
+		return true
+	case "unlinkat":
+		return int(int32(a[2]))&unix.AT_REMOVEDIR != 0
+	}
+	return false
+}
+
+// watchChdir is the broker of chdir(2) and fchdir(2): only watched, as
+// umask(2) is (see cwd_linux.go); the call continues in the kernel.
+func watchChdir(b *Broker, c *call, _ [6]uint64) result {
+	b.umasks.changing(c.pid)
+	return result{fd: -1, cont: true}
+}

@@ -1,0 +1,145 @@
+package linux_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cordon-run/cordon/runner"
+)
+
+// TestIntegrationBrokerCwdTracked: the broker keeps each thread's working
+// directory instead of reading /proc/TID/cwd per relative path (see
+// internal/broker/cwd_linux.go). A relative create lands where the kernel
+// would put it after a cd, after a cd into a directory the command renamed
+// (the broker's rename drops what it kept), in the directory the command
+// is in when it renames that directory under itself, and after another
+// thread of the process changed the directory they share; with and
+// without strict_deny (which keeps nothing).
+func TestIntegrationBrokerCwdTracked(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	script := `set -e
+mkdir a b d
+cd a; : > x; cd ../b; : > y
+cd ..; mv b c; cd c; : > z
+cd ../d; : > 1; mv ../d ../e; : > 2; mkdir m; rmdir ../e/m; : > 3
+cd ..
+` + py(`import threading
+os.close(os.open("p0", os.O_CREAT | os.O_WRONLY, 0o644))
+t = threading.Thread(target=os.chdir, args=("a",)); t.start(); t.join()
+os.close(os.open("p1", os.O_CREAT | os.O_WRONLY, 0o644))
+if os.fork() == 0:
+    os.chdir("/")
+    os._exit(0)
+os.wait()
+os.close(os.open("p2", os.O_CREAT | os.O_WRONLY, 0o644))`)
+	want := []string{"a/x", "c/y", "c/z", "e/1", "e/2", "e/3", "p0", "a/p1", "a/p2"}
+	gone := []string{"b", "d", "x", "y", "z", "1", "2", "3", "p1", "p2", "c/x", "e/m"}
+	for _, strict := range []bool{false, true} {
+		name := "default"
+		if strict {
+			name = "strict_deny"
+		}
+		t.Run(name, func(t *testing.T) {
+			sb := newSandbox(t)
+			sb.StrictDeny = strict
+			out := run(t, sb, "", sh(script)...)
+			if out.res.ExitCode != 0 {
+				t.Fatalf("%+v %s", out.res, out.stderr)
+			}
+			for _, p := range want {
+				if _, err := os.Lstat(filepath.Join(sb.Root, p)); err != nil {
+					t.Errorf("%s was not created where the kernel would create it: %v", p, err)
+				}
+			}
+			for _, p := range gone {
+				if _, err := os.Lstat(filepath.Join(sb.Root, p)); err == nil {
+					t.Errorf("%s exists: a relative path was resolved from a working directory kept too long", p)
+				}
+			}
+		})
+	}
+}
+
+// TestIntegrationBrokerCwdMovedByHost is the window the kept working
+// directory leaves (internal/broker/cwd_linux.go): the host renames the
+// command's working directory away and puts a symlink to a protected
+// directory at its old path. In the default mode the command's next
+// relative create is resolved from the old path, through the symlink, and
+// decided where it would be written: refused, and nothing is made in the
+// protected directory. With strict_deny nothing is kept: the create lands
+// in the renamed directory, as the kernel's own would.
+func TestIntegrationBrokerCwdMovedByHost(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		name := "default"
+		if strict {
+			name = "strict_deny"
+		}
+		t.Run(name, func(t *testing.T) {
+			sb := newSandbox(t)
+			sb.StrictDeny = strict
+			ws := sb.Root
+			sb.Protect = append(sb.Protect, ws+"/**/guard")
+			script := `set -e
+mkdir w; cd w; : > 1
+while [ ! -e ` + ws + `/go ]; do sleep 0.02; done
+: > 2`
+			done := make(chan struct{})
+			hostDone := make(chan error, 1)
+			go func() {
+				for {
+					select {
+					case <-done:
+						hostDone <- nil
+						return
+					default:
+					}
+					if _, err := os.Lstat(filepath.Join(ws, "w/1")); err == nil {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				err := os.Rename(filepath.Join(ws, "w"), filepath.Join(ws, "w2"))
+				if err == nil {
+					err = os.Mkdir(filepath.Join(ws, "guard"), 0o755)
+				}
+				if err == nil {
+					err = os.Symlink("guard", filepath.Join(ws, "w"))
+				}
+				if err == nil {
+					err = os.WriteFile(filepath.Join(ws, "go"), nil, 0o644)
+				}
+				hostDone <- err
+			}()
+			out := run(t, sb, "", sh(script)...)
+			close(done)
+			if err := <-hostDone; err != nil {
+				t.Fatal(err)
+			}
+			ents, err := os.ReadDir(filepath.Join(ws, "guard"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ents) != 0 {
+				t.Fatalf("the protected directory has %d entries: %v", len(ents), ents[0].Name())
+			}
+			_, err = os.Lstat(filepath.Join(ws, "w2/2"))
+			if strict {
+				if out.res.ExitCode != 0 || err != nil {
+					t.Fatalf("strict_deny: the create did not land in the renamed directory: %+v %v %s", out.res, err, out.stderr)
+				}
+				return
+			}
+			if out.res.FailureType != runner.FailureSandboxDenied || out.res.BlockedPath != filepath.Join(ws, "guard/2") {
+				t.Fatalf("want sandbox_denied on %s, got %+v %s", filepath.Join(ws, "guard/2"), out.res, out.stderr)
+			}
+			if err == nil {
+				t.Fatal("w2/2 exists: the window is not the one documented")
+			}
+		})
+	}
+}
