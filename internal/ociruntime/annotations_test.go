@@ -81,12 +81,19 @@ func TestParseBoundary(t *testing.T) {
 }
 
 func ExampleParseBoundary() {
+	// The bundle's root filesystem (a folder of its own: one that held the
+	// caller's $HOME would be refused).
+	rootfs, err := os.MkdirTemp("", "rootfs")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(rootfs)
 	b, err := ociruntime.ParseBoundary(map[string]string{
 		"run.cordon.deny":    "/etc/secret,/keys/",
 		"run.cordon.protect": "/app/config.yaml",
-	}, os.TempDir())
+	}, rootfs)
 	fmt.Println(b.Deny, b.Protect, err)
-	_, err = ociruntime.ParseBoundary(map[string]string{"run.cordon.deny": "etc/secret"}, os.TempDir())
+	_, err = ociruntime.ParseBoundary(map[string]string{"run.cordon.deny": "etc/secret"}, rootfs)
 	fmt.Println(err)
 	// Output:
 	// [/etc/secret /keys] [/app/config.yaml] <nil>
