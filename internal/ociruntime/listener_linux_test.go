@@ -1,0 +1,140 @@
+package ociruntime_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// ownListener installs a seccomp filter of its own with a listener
+// (SECCOMP_FILTER_FLAG_NEW_LISTENER) that notifies openat, then lets a
+// child's open of argv[1] for writing through (SECCOMP_USER_NOTIF_FLAG_
+// CONTINUE). Of two filters that notify a call, the kernel asks the newer
+// one's listener, and a call it continues is performed: no older filter is
+// asked. While cordon's listener is open the kernel refuses a second one
+// (EBUSY); once it is closed (the supervisor gone) nothing did.
+const ownListener = `#define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) { perror("prctl"); return 2; }
+	int l = syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+	if (l < 0) { perror("seccomp"); return 2; }
+	pid_t c = fork();
+	if (c < 0) { perror("fork"); return 3; }
+	if (c == 0) {
+		int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0) { perror("open"); _exit(4); }
+		if (write(fd, "pwned\n", 6) != 6) { perror("write"); _exit(5); }
+		if (write(1, "written\n", 8) != 8) _exit(5);
+		_exit(0);
+	}
+	for (;;) {
+		int st;
+		if (waitpid(c, &st, WNOHANG) == c) return WIFEXITED(st) ? WEXITSTATUS(st) : 6;
+		struct pollfd p = {l, POLLIN, 0};
+		if (poll(&p, 1, 100) <= 0 || !(p.revents & POLLIN)) continue;
+		struct seccomp_notif req;
+		struct seccomp_notif_resp resp;
+		memset(&req, 0, sizeof req);
+		if (ioctl(l, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) continue;
+		memset(&resp, 0, sizeof resp);
+		resp.id = req.id;
+		resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		ioctl(l, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	}
+}
+`
+
+// TestOCINoListenerOfItsOwn is the security property "a container whose
+// supervisor is gone cannot serve its own calls": the kernel refuses a
+// second seccomp listener only while the first is open, and a call that a
+// newer filter notifies goes to the newer listener, which may let it
+// through (the older filter, cordon's, is not asked). So once the
+// supervisor died (killed at any moment after create, here after the
+// container started), a container process installed its own listener and
+// created a protected path the broker refuses. Under the annotations the
+// filter refuses a listener of the container's own (EBUSY, as the kernel
+// does while cordon's is open), with the supervisor alive or killed, and
+// the path stays missing. Root and rootless podman.
+func TestOCINoListenerOfItsOwn(t *testing.T) {
+	requirePodmanUser(t)
+	requireTool(t, "gcc")
+	p := newPodman(t)
+	src := filepath.Join(p.dir, "listener.c")
+	if err := os.WriteFile(src, []byte(ownListener), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("gcc", "-static", "-o", filepath.Join(p.dir, "listener"), src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		name      string
+		annotated bool
+		kill      bool
+	}{
+		// Without the annotations the same program creates the file:
+		// the test can fail.
+		{"no annotations", false, false},
+		{"supervisor alive", true, false},
+		{"supervisor killed", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gate := filepath.Join(p.dir, "go")
+			os.Remove(gate)
+			flags := []string{"-d", "-v", p.dir + ":/host"}
+			if tc.annotated {
+				flags = append(flags, annotation("run.cordon.protect", "/data/planted")...)
+			}
+			script := "while [ ! -e /host/go ]; do sleep 0.2; done; /host/listener /data/planted; echo exit $?; " +
+				"test -e /data/planted && echo planted; test -e /data/planted || echo held; : " + testMarker
+			r := p.run(t, append(p.runArgs(flags...), p.image, "sh", "-c", script)...)
+			id := strings.TrimSpace(r.stdout)
+			if r.code != 0 || id == "" {
+				t.Fatalf("podman run -d: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+			}
+			defer p.run(t, "rm", "-f", id)
+			if tc.kill && !killSupervisor(t, id) {
+				t.Fatalf("no supervisor of container %s found to kill", id)
+			}
+			if err := os.WriteFile(gate, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if r := p.run(t, "wait", id); strings.TrimSpace(r.stdout) == "" {
+				t.Fatalf("podman wait: exit %d stderr %q", r.code, r.stderr)
+			}
+			logs := p.run(t, "logs", id)
+			if !tc.annotated {
+				if !strings.Contains(logs.stdout, "written") || !strings.Contains(logs.stdout, "planted") {
+					t.Errorf("without annotations: stdout %q stderr %q; want the file written through the container's own listener", logs.stdout, logs.stderr)
+				}
+				return
+			}
+			if strings.Contains(logs.stdout, "written") || strings.Contains(logs.stdout, "planted") || !strings.Contains(logs.stdout, "held") {
+				t.Errorf("stdout %q stderr %q; want the container's own listener refused and /data/planted missing", logs.stdout, logs.stderr)
+			}
+			if !strings.Contains(logs.stderr, "seccomp: Device or resource busy") {
+				t.Errorf("stderr %q; want seccomp(NEW_LISTENER) refused with EBUSY", logs.stderr)
+			}
+		})
+	}
+}
