@@ -355,6 +355,37 @@ func stopper(pid int, cleanup func()) func() {
 	}
 }
 
+// supervisorServes refuses to start container id when it has a supervisor
+// (its pid is in the state directory) that is no longer running: killed
+// or failed after create. Its command would run with every brokered call
+// failing (ENOSYS) and no network, the boundary held but the container
+// broken, so start fails with the reason instead
+// (TestOCIStartWithoutSupervisor). A container without annotations has no
+// supervisor.
+func supervisorServes(g *globals, id string) error {
+	data, err := os.ReadFile(filepath.Join(g.root, id, brokerPidFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	pid, perr := strconv.Atoi(string(data))
+	if err == nil && perr == nil && pid > 0 && supervises(pid, id) {
+		return nil
+	}
+	return fmt.Errorf("%w: container %s: its supervisor (cordon-oci %s, which enforces the run.cordon annotations) ended after create (killed, or see its error above in the runtime log); fix: delete the container and create it again", ErrSupervisorGone, id, brokerRole)
+}
+
+// supervises reports whether pid runs the supervisor of container id.
+func supervises(pid int, id string) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := splitNUL(data)
+	i := slices.Index(args, brokerRole)
+	var cfg brokerConfig
+	return i >= 0 && i+1 < len(args) && json.Unmarshal([]byte(args[i+1]), &cfg) == nil && cfg.ID == id
+}
+
 // isBroker reports whether pid runs the supervisor role.
 func isBroker(pid int) bool {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")

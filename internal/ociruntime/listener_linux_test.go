@@ -1,11 +1,19 @@
 package ociruntime_test
 
 import (
+	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/cordon-run/cordon/internal/testenv"
 )
 
 // ownListener installs a seccomp filter of its own with a listener
@@ -137,4 +145,104 @@ func TestOCINoListenerOfItsOwn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOCIStartWithoutSupervisor: a container whose supervisor ended
+// between create and start (killed here) is not started: its command
+// would run with every brokered call failing and no network. start fails
+// naming the supervisor and the fix, the container stays created and its
+// command never runs; with the supervisor alive the same start runs it
+// (the test can fail). Root, and rootless (a user namespace of its own).
+func TestOCIStartWithoutSupervisor(t *testing.T) {
+	testenv.SkipIfShort(t, "starts containers with cordon-oci")
+	if os.Geteuid() != 0 && os.Getenv("CORDON_ROOTLESS") != "1" {
+		requireRoot(t)
+	}
+	for _, tc := range []struct {
+		name string
+		kill bool
+	}{{"supervisor alive", false}, {"supervisor killed", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			log := filepath.Join(t.TempDir(), "log")
+			id := "cordon-oci-test-nosup-" + strings.Fields(tc.name)[1]
+			oci := func(args ...string) result {
+				return runCmd(t, nil, ociBin, append([]string{"--root", root, "--log", log}, args...)...)
+			}
+			bundle := writeBundle(t, id, []string{"sleep", testMarker})
+			annotate(t, bundle, map[string]string{"run.cordon.protect": "/etc/app.conf"})
+			null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer null.Close()
+			create := exec.Command(ociBin, "--root", root, "--log", log, "create", "--bundle", bundle, id)
+			create.Stdin, create.Stdout, create.Stderr = null, null, null
+			if err := create.Run(); err != nil {
+				b, _ := os.ReadFile(log)
+				t.Fatalf("create: %v; log %s", err, b)
+			}
+			t.Cleanup(func() { oci("delete", "--force", id) })
+			if tc.kill {
+				if !killSupervisor(t, id) {
+					t.Fatalf("no supervisor of container %s found to kill", id)
+				}
+				for supervisorPid(id) != 0 {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			r := oci("start", id)
+			if !tc.kill {
+				if r.code != 0 || status(t, oci("state", id)) != "running" {
+					t.Fatalf("start with the supervisor alive: %+v", r)
+				}
+				return
+			}
+			b, _ := os.ReadFile(log)
+			if r.code == 0 || !strings.Contains(string(b), "supervisor") || !strings.Contains(string(b), "delete the container and create it again") {
+				t.Errorf("start: exit %d; log %s; want start refused naming the supervisor and the fix", r.code, b)
+			}
+			if s := status(t, oci("state", id)); s != "created" {
+				t.Errorf("after the refused start the container is %q, not created", s)
+			}
+			assertNoProcess(t, testMarker)
+		})
+	}
+}
+
+// annotate adds annotations to the bundle's config.json.
+func annotate(t *testing.T, bundle string, a map[string]string) {
+	t.Helper()
+	path := filepath.Join(bundle, "config.json")
+	var s specs.Spec
+	data, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(data, &s)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	maps.Copy(s.Annotations, a)
+	if data, err = json.Marshal(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// supervisorPid is the pid of container id's supervisor (0: none).
+func supervisorPid(id string) int {
+	pids, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range pids {
+		b, err := os.ReadFile(f)
+		if err == nil && strings.Contains(string(b), "__broker\x00") && strings.Contains(string(b), `"id":"`+id+`"`) {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+			return pid
+		}
+	}
+	return 0
 }
