@@ -163,7 +163,13 @@ func TestOCIStartWithoutSupervisor(t *testing.T) {
 		kill bool
 	}{{"supervisor alive", false}, {"supervisor killed", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
+			// The broker's socket is under --root: t.TempDir's names are
+			// too long for a socket's path.
+			root, err := os.MkdirTemp("", "oci")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.RemoveAll(root) })
 			log := filepath.Join(t.TempDir(), "log")
 			id := "cordon-oci-test-nosup-" + strings.Fields(tc.name)[1]
 			oci := func(args ...string) result {
