@@ -79,8 +79,10 @@ int main(int argc, char **argv) {
 // newer filter notifies goes to the newer listener, which may let it
 // through (the older filter, cordon's, is not asked). So once the
 // supervisor died (killed at any moment after create, here after the
-// container started), a container process installed its own listener and
-// created a protected path the broker refuses. Under the annotations the
+// container started; or by the container itself, which the annotations
+// let share the host's PID namespace, as the runtime's uid), a container
+// process installed its own listener and created a protected path the
+// broker refuses. Under the annotations the
 // filter refuses a listener of the container's own (EBUSY, as the kernel
 // does while cordon's is open), with the supervisor alive or killed, and
 // the path stays missing. Root and rootless podman.
@@ -99,12 +101,17 @@ func TestOCINoListenerOfItsOwn(t *testing.T) {
 		name      string
 		annotated bool
 		kill      bool
+		// pidHost: the container shares the host's PID namespace, which
+		// the annotations allow, and kills its supervisor itself (the
+		// runtime's uid is its own), with no help from the host.
+		pidHost bool
 	}{
 		// Without the annotations the same program creates the file:
 		// the test can fail.
-		{"no annotations", false, false},
-		{"supervisor alive", true, false},
-		{"supervisor killed", true, true},
+		{"no annotations", false, false, false},
+		{"supervisor alive", true, false, false},
+		{"supervisor killed", true, true, false},
+		{"the container kills its supervisor", true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gate := filepath.Join(p.dir, "go")
@@ -113,7 +120,16 @@ func TestOCINoListenerOfItsOwn(t *testing.T) {
 			if tc.annotated {
 				flags = append(flags, annotation("run.cordon.protect", "/data/planted")...)
 			}
-			script := "while [ ! -e /host/go ]; do sleep 0.2; done; /host/listener /data/planted; echo exit $?; " +
+			script := "while [ ! -e /host/go ]; do sleep 0.2; done; "
+			if tc.pidHost {
+				flags = append(flags, "--pid", "host")
+				// The supervisor's command line names the container's
+				// id, which begins with its host name.
+				script += `h=$(cat /proc/sys/kernel/hostname); for f in /proc/[0-9]*/cmdline; do ` +
+					`grep -qs __broker "$f" && grep -qs "$h" "$f" && p=${f#/proc/} && p=${p%/cmdline} && kill -9 $p && echo killed; done; ` +
+					`while grep -qs __broker /proc/$p/cmdline; do sleep 0.1; done; `
+			}
+			script += "/host/listener /data/planted; echo exit $?; " +
 				"test -e /data/planted && echo planted; test -e /data/planted || echo held; : " + testMarker
 			r := p.run(t, append(p.runArgs(flags...), p.image, "sh", "-c", script)...)
 			id := strings.TrimSpace(r.stdout)
@@ -136,6 +152,9 @@ func TestOCINoListenerOfItsOwn(t *testing.T) {
 					t.Errorf("without annotations: stdout %q stderr %q; want the file written through the container's own listener", logs.stdout, logs.stderr)
 				}
 				return
+			}
+			if tc.pidHost && !strings.Contains(logs.stdout, "killed") {
+				t.Errorf("stdout %q stderr %q; the container found no supervisor to kill", logs.stdout, logs.stderr)
 			}
 			if strings.Contains(logs.stdout, "written") || strings.Contains(logs.stdout, "planted") || !strings.Contains(logs.stdout, "held") {
 				t.Errorf("stdout %q stderr %q; want the container's own listener refused and /data/planted missing", logs.stdout, logs.stderr)
