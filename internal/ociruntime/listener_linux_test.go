@@ -271,3 +271,64 @@ func supervisorPid(id string) int {
 	}
 	return 0
 }
+
+// TestOCINetworkRefusesNetDevices: a spec whose linux.netDevices moves a
+// host network device into the container's namespace gives the container
+// a route out beside the guard's device (the device keeps its addresses,
+// and with them their routes). create refuses the allow list naming the
+// field, and the device stays on the host. Root (a user cannot move a
+// device; a rootless bundle's user namespace is refused before).
+func TestOCINetworkRefusesNetDevices(t *testing.T) {
+	requireRoot(t)
+	requireTool(t, "ip")
+	// A veth pair: dev is moved, its peer stays (deleting it deletes both).
+	dev := "crnd" + strconv.Itoa(os.Getpid()%100000)
+	if out, err := exec.Command("ip", "link", "add", dev+"h", "type", "veth", "peer", "name", dev).CombinedOutput(); err != nil {
+		t.Fatalf("ip link add: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", dev+"h").Run() })
+	root, err := os.MkdirTemp("", "oci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	log := filepath.Join(t.TempDir(), "log")
+	id := "cordon-oci-test-netdevices"
+	bundle := writeBundle(t, id, []string{"sleep", testMarker})
+	annotate(t, bundle, map[string]string{"run.cordon.network.allow": "example.com:443"})
+	path := filepath.Join(bundle, "config.json")
+	var s specs.Spec
+	data, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(data, &s)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Linux.NetDevices = map[string]specs.LinuxNetDevice{dev: {}}
+	if data, err = json.Marshal(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	create := exec.Command(ociBin, "--root", root, "--log", log, "create", "--bundle", bundle, id)
+	create.Stdin, create.Stdout, create.Stderr = null, null, null
+	err = create.Run()
+	t.Cleanup(func() { runCmd(t, nil, ociBin, "--root", root, "delete", "--force", id) })
+	b, _ := os.ReadFile(log)
+	if err == nil || !strings.Contains(string(b), "linux.netDevices") || !strings.Contains(string(b), dev) {
+		t.Errorf("create: %v; log %s; want the allow list refused naming linux.netDevices and %s", err, b, dev)
+	}
+	if _, err := os.Stat(filepath.Join("/sys/class/net", dev)); err != nil {
+		t.Errorf("the device %s left the host: %v", dev, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, id)); !os.IsNotExist(err) {
+		t.Errorf("the refused container's state directory is left (%v)", err)
+	}
+}
