@@ -110,8 +110,37 @@ func brokerSeccomp(c *configs.Seccomp, sock string) (*configs.Seccomp, error) {
 	for _, n := range unbrokered {
 		out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Errno, ErrnoRet: &enosys})
 	}
+	rules, err := refuseOwnListener(c, out.Syscalls)
+	if err != nil {
+		return nil, err
+	}
+	out.Syscalls = rules
 	out.ListenerPath = sock
 	return out, nil
+}
+
+// refuseOwnListener replaces the profile's rules for seccomp(2) (rules,
+// from profile c) with the broker's: a filter with a listener of its own
+// (SECCOMP_FILTER_FLAG_NEW_LISTENER) is refused with EBUSY, as the kernel
+// refuses it while the supervisor's listener is open. Once that listener
+// is closed (the supervisor gone), the kernel would accept one, and a call
+// that the container's newer filter notifies goes to the container's
+// listener, which may let it through: cordon's filter is not asked
+// (TestOCINoListenerOfItsOwn). A profile that refuses seccomp(2) keeps it
+// refused; any other filter stays the container's to install.
+func refuseOwnListener(c *configs.Seccomp, rules []*configs.Syscall) ([]*configs.Syscall, error) {
+	allowed, err := allowedOutright(c, "seccomp")
+	if err != nil || !allowed {
+		return rules, err
+	}
+	rules = slices.DeleteFunc(rules, func(s *configs.Syscall) bool { return s != nil && s.Name == "seccomp" })
+	busy := uint(unix.EBUSY)
+	flag := uint64(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	return append(rules,
+		&configs.Syscall{Name: "seccomp", Action: configs.Errno, ErrnoRet: &busy,
+			Args: []*configs.Arg{{Index: 1, Value: flag, ValueTwo: flag, Op: configs.MaskEqualTo}}},
+		&configs.Syscall{Name: "seccomp", Action: configs.Allow,
+			Args: []*configs.Arg{{Index: 1, Value: flag, ValueTwo: 0, Op: configs.MaskEqualTo}}}), nil
 }
 
 // unbrokered are calls that would open or change paths past the broker,
@@ -324,6 +353,37 @@ func stopper(pid int, cleanup func()) func() {
 		_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
 		waitPidfd(pidfd, 10*time.Second)
 	}
+}
+
+// supervisorServes refuses to start container id when it has a supervisor
+// (its pid is in the state directory) that is no longer running: killed
+// or failed after create. Its command would run with every brokered call
+// failing (ENOSYS) and no network, the boundary held but the container
+// broken, so start fails with the reason instead
+// (TestOCIStartWithoutSupervisor). A container without annotations has no
+// supervisor.
+func supervisorServes(g *globals, id string) error {
+	data, err := os.ReadFile(filepath.Join(g.root, id, brokerPidFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	pid, perr := strconv.Atoi(string(data))
+	if err == nil && perr == nil && pid > 0 && supervises(pid, id) {
+		return nil
+	}
+	return fmt.Errorf("%w: container %s: its supervisor (cordon-oci %s, which enforces the run.cordon annotations) ended after create (killed, or see its error above in the runtime log); fix: delete the container and create it again", ErrSupervisorGone, id, brokerRole)
+}
+
+// supervises reports whether pid runs the supervisor of container id.
+func supervises(pid int, id string) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := splitNUL(data)
+	i := slices.Index(args, brokerRole)
+	var cfg brokerConfig
+	return i >= 0 && i+1 < len(args) && json.Unmarshal([]byte(args[i+1]), &cfg) == nil && cfg.ID == id
 }
 
 // isBroker reports whether pid runs the supervisor role.

@@ -83,6 +83,9 @@ func startCmd(g *globals, args []string) (int, error) {
 	}
 	switch status {
 	case libcontainer.Created:
+		if err := supervisorServes(g, rest[0]); err != nil {
+			return -1, err
+		}
 		return 0, c.Exec()
 	case libcontainer.Stopped:
 		return -1, errors.New("cannot start a container that has stopped")

@@ -15,3 +15,7 @@ var ErrUsage = errors.New("incorrect usage")
 // bad value (the config's own error is wrapped too) or one that is not
 // enforced in this mode.
 var ErrAnnotation = errors.New("invalid run.cordon annotation")
+
+// ErrSupervisorGone is start's refusal of a container with run.cordon
+// annotations whose supervisor, which enforces them, is no longer running.
+var ErrSupervisorGone = errors.New("the container's cordon supervisor is gone")

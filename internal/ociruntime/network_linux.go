@@ -3,8 +3,10 @@ package ociruntime
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
@@ -29,7 +31,9 @@ import (
 // checkNetwork refuses an allow list on a container whose network is not
 // its own new namespace: one that shares the host's (podman --network
 // host) or joins another by path (podman's bridge, a Kubernetes pod's),
-// where the guard would not see what leaves, or one with a user namespace
+// where the guard would not see what leaves, one into which the spec moves
+// host network devices (linux.netDevices: routes beside the guard's,
+// TestOCINetworkRefusesNetDevices), or one with a user namespace
 // of its own, which the runtime cannot make the namespace for.
 func checkNetwork(s *specs.Spec) error {
 	fix := "give the container a network namespace of its own with no network (podman --network none; ctr's default), which the guard then connects, or leave " + AnnotationNetworkAllow + " out and restrict egress with the cluster's network policy"
@@ -46,6 +50,9 @@ func checkNetwork(s *specs.Spec) error {
 		return &AnnotationError{Annotation: AnnotationNetworkAllow, Problem: "the container shares the host's network (no network namespace in its spec), which the guard cannot stand in front of", Fix: fix}
 	case ns[i].Path != "":
 		return &AnnotationError{Annotation: AnnotationNetworkAllow, Problem: fmt.Sprintf("the container joins the network namespace %s, whose traffic does not pass the guard", ns[i].Path), Fix: fix}
+	case len(s.Linux.NetDevices) > 0:
+		names := slices.Sorted(maps.Keys(s.Linux.NetDevices))
+		return &AnnotationError{Annotation: AnnotationNetworkAllow, Problem: fmt.Sprintf("the container's spec moves the host's network devices %s into its namespace (linux.netDevices), a route out beside the guard's", strings.Join(names, ", ")), Fix: "leave linux.netDevices out of the spec, or " + AnnotationNetworkAllow + " out and restrict egress with the cluster's network policy"}
 	}
 	return nil
 }
