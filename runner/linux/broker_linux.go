@@ -89,7 +89,41 @@ func brokeredSeccomp(c *configs.Seccomp, strict bool) *configs.Seccomp {
 		out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Allow,
 			Args: []*configs.Arg{{Index: idx, Value: mask, ValueTwo: 0, Op: configs.MaskEqualTo}}})
 	}
+	out.Syscalls = refuseOwnListener(out.Syscalls)
 	return &out
+}
+
+// refuseOwnListener makes a plain allow of seccomp(2) in rules refuse a
+// filter with a listener of its own (SECCOMP_FILTER_FLAG_NEW_LISTENER)
+// with EBUSY, the kernel's own answer while the broker's listener is open.
+// Once that listener is closed (cordon gone, which also ends the sandbox)
+// the kernel would accept one, and a call the sandbox's newer filter
+// notifies would go to the sandbox's listener first; cordon-oci's
+// supervisor can die before its container (TestOCINoListenerOfItsOwn), a
+// run's broker cannot, so here it only holds the same rule for both.
+// Other filters stay the sandbox's to install; a profile that refuses
+// seccomp(2), or allows it only under conditions, is kept as it is.
+func refuseOwnListener(rules []*configs.Syscall) []*configs.Syscall {
+	plain := false
+	for _, r := range rules {
+		if r != nil && r.Name == "seccomp" {
+			if r.Action != configs.Allow || len(r.Args) > 0 {
+				return rules
+			}
+			plain = true
+		}
+	}
+	if !plain {
+		return rules
+	}
+	rules = slices.DeleteFunc(rules, func(r *configs.Syscall) bool { return r != nil && r.Name == "seccomp" })
+	busy := uint(unix.EBUSY)
+	flag := uint64(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	return append(rules,
+		&configs.Syscall{Name: "seccomp", Action: configs.Errno, ErrnoRet: &busy,
+			Args: []*configs.Arg{{Index: 1, Value: flag, ValueTwo: flag, Op: configs.MaskEqualTo}}},
+		&configs.Syscall{Name: "seccomp", Action: configs.Allow,
+			Args: []*configs.Arg{{Index: 1, Value: flag, ValueTwo: 0, Op: configs.MaskEqualTo}}})
 }
 
 // fdMetaRiskyMode are the mode bits whose fchmod is still notified in the

@@ -129,3 +129,51 @@ func TestSeccompReadPathStaysInKernel(t *testing.T) {
 		})
 	}
 }
+
+// TestBrokeredFilterRefusesOwnListener: under the broker, a filter with a
+// listener of its own is refused with EBUSY by cordon's filter itself, not
+// only by the kernel while the broker's listener is open (once it closed,
+// a sandbox's newer listener would be asked first); a filter without one
+// is still the sandbox's to install, in both modes.
+func TestBrokeredFilterRefusesOwnListener(t *testing.T) {
+	arches := map[string]uint32{"amd64": unix.AUDIT_ARCH_X86_64, "arm64": unix.AUDIT_ARCH_AARCH64}
+	arch, ok := arches[runtime.GOARCH]
+	if !ok {
+		t.Skipf("no audit architecture for %s in this test", runtime.GOARCH)
+	}
+	prof, err := spec.DefaultSeccomp(runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := specconv.SetupSeccomp(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := libseccomp.GetSyscallFromName("seccomp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, strict := range []bool{false, true} {
+		prog, err := seccomp.Compile(brokeredSeccomp(base, strict))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name  string
+			flags uint64
+			want  uint32
+		}{
+			{"new listener", unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, unix.SECCOMP_RET_ERRNO | uint32(unix.EBUSY)},
+			{"new listener and tsync", unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH, unix.SECCOMP_RET_ERRNO | uint32(unix.EBUSY)},
+			{"plain filter", 0, unix.SECCOMP_RET_ALLOW},
+		} {
+			v, err := seccomp.Eval(prog, seccomp.Call{Nr: int32(n), Arch: arch, Args: [6]uint64{unix.SECCOMP_SET_MODE_FILTER, tc.flags}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Action != tc.want {
+				t.Errorf("strict %v, %s: verdict %#x, want %#x", strict, tc.name, v.Action, tc.want)
+			}
+		}
+	}
+}
