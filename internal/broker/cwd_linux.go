@@ -30,19 +30,64 @@ import (
 // relative paths, still at its old path until the thread's next chdir or
 // umask or this broker's next rename or rmdir: such a path is resolved
 // from the old path (what is there now, or ENOENT), where the kernel
-// would resolve it from the moved directory. And, as for the umask, a
-// thread made without CLONE_FS that changes its directory and then execs
-// from a non-leader thread takes its leader's tid with its own directory,
-// and the leader's kept one is used for it. With strict_deny (a Policy
-// that says so: StrictPolicy) nothing is kept.
+// would resolve it from the moved directory.
+//
+// A working directory is kept only under a Policy that says the filter
+// lets every change of one reach the broker (CwdPolicy), and without
+// strict_deny. A thread made without CLONE_FS (a raw clone; pthreads share
+// it) has its own working directory and umask, and when it execs from a
+// non-leader thread it takes over its leader's tid: the leader's kept
+// values would be used for it (a relative create landed in the leader's
+// directory). So the filter notifies such a clone (watchClone), and from
+// then on the broker keeps nothing, working directory or umask, for the
+// rest of the run (TestIntegrationBrokerCwdRawThreadExec).
 
-// StrictPolicy is a Policy that says whether the sandbox runs with
-// strict_deny; the broker then keeps no working directory (see
-// cwd_linux.go).
-type StrictPolicy interface {
+// CwdPolicy is a Policy that says whether the broker may keep working
+// directories (see cwd_linux.go): its filter notifies every clone that
+// makes a thread without CLONE_FS, its profile refuses every other call
+// that changes a working directory unnotified (unshare, setns,
+// pivot_root, a clone with a namespace flag), and strict_deny is off. A
+// Policy that is not one keeps none.
+type CwdPolicy interface {
 	Policy
-	// StrictDeny reports whether the sandbox has strict_deny set.
-	StrictDeny() bool
+	// KeepCwd reports whether working directories may be kept.
+	KeepCwd() bool
+}
+
+// watched are calls the filter notifies that the broker only watches and
+// that Syscalls does not name (the runner writes their rules itself).
+var watched = map[int32]sysc{
+	unix.SYS_CLONE: {"clone", watchClone},
+}
+
+// lookupCall returns the brokered or watched call nr.
+func lookupCall(nr int32) (sysc, bool) {
+	if sc, ok := calls[nr]; ok {
+		return sc, true
+	}
+	sc, ok := watched[nr]
+	return sc, ok
+}
+
+// watchClone is the broker of clone(2), which the filter notifies when it
+// makes a thread without CLONE_FS: nothing is kept from then on (see
+// cwd_linux.go). The call continues in the kernel: its flags are in a
+// register, which no other thread can change.
+func watchClone(b *Broker, _ *call, a [6]uint64) result {
+	if a[0]&unix.CLONE_THREAD != 0 && a[0]&unix.CLONE_FS == 0 {
+		b.umasks.split()
+	}
+	return result{fd: -1, cont: true}
+}
+
+// split records that a thread with its own working directory and umask
+// may exist: every kept value is dropped and none is kept again.
+func (u *umasks) split() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.gen++
+	u.dropAll()
+	u.noCwd, u.noMask = true, true
 }
 
 // cwdRead is a working directory read for a call, kept once the call is
