@@ -48,14 +48,25 @@ type umaskEntry struct {
 	pidfd int
 	mask  int // -1: not read yet (the entry holds a working directory only)
 	gen   uint64
-	// cwd is the thread's working directory as last read, "" if not;
-	// kept under cwdGen.
-	cwd    string
+	// cwdFD is an O_PATH descriptor of the thread's working directory
+	// (the kernel's, opened through /proc/TID/cwd), plus one (0: none);
+	// kept under cwdGen. Its path is read per call (see cwd_linux.go).
+	cwdFD  int
 	cwdGen uint64
 }
 
-// maxUmasks bounds the kept values: all are dropped when it is full.
-const maxUmasks = 512
+// close releases e's descriptors.
+func (e umaskEntry) close() {
+	unix.Close(e.pidfd)
+	if e.cwdFD > 0 {
+		unix.Close(e.cwdFD - 1)
+	}
+}
+
+// maxUmasks bounds the kept values: all are dropped when it is full. An
+// entry holds up to two descriptors (its pidfd, its working directory):
+// at most 512 in all, as when it held one.
+const maxUmasks = 256
 
 // changing records that thread tid is calling umask(2): every kept value
 // is dropped, and none is kept until tid is back (settle) or gone.
@@ -103,7 +114,7 @@ func (u *umasks) forgetWait(tid int) {
 // dropAll forgets every kept value (under mu).
 func (u *umasks) dropAll() {
 	for tid, e := range u.m {
-		unix.Close(e.pidfd)
+		e.close()
 		delete(u.m, tid)
 	}
 }
@@ -163,7 +174,7 @@ func (u *umasks) current(tid int, seen *bool) (e umaskEntry, hit, keep bool) {
 		}
 		return e, true, true
 	}
-	unix.Close(e.pidfd)
+	e.close()
 	delete(u.m, tid)
 	return umaskEntry{}, false, true
 }
@@ -192,7 +203,7 @@ func (u *umasks) store(tid, pfd, mask int, gen uint64) {
 			u.m[tid] = old
 			return
 		}
-		unix.Close(old.pidfd)
+		old.close()
 	}
 	u.m[tid] = umaskEntry{pidfd: pfd, mask: mask, gen: gen}
 }
