@@ -78,7 +78,7 @@ func (b *Broker) peek(tid int) (more, seen bool) {
 		return false, false
 	}
 	if kept && p[1].Revents != 0 {
-		unix.Close(e.pidfd)
+		e.close()
 		delete(u.m, tid)
 		kept = false
 	}

@@ -64,7 +64,7 @@ func (b *Broker) handle(n *notif, holding bool, umask *int, seen bool) bool {
 	var r result
 	if n.Arch != nativeArch {
 		r = fail(unix.ENOSYS)
-	} else if sc, known := calls[n.Nr]; !known {
+	} else if sc, known := lookupCall(n.Nr); !known {
 		r = fail(unix.ENOSYS)
 	} else {
 		unlock := b.nameLock(sc.name)

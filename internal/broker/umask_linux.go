@@ -24,14 +24,10 @@ import (
 //     the kernel cannot tell): a status read meanwhile could still see
 //     the old value;
 //   - a kept value whose thread has exited (its pidfd polls readable) is
-//     read again: its tid may be another thread's now.
-//
-// Left: a thread made without CLONE_FS (a raw clone; pthreads share it)
-// that calls umask(2) and then execs takes over its leader's tid with its
-// own umask, and the leader's kept value is then used for it: a file it
-// creates gets its leader's umask. That changes a file's permission bits
-// for the host's other users, never a deny or protect decision. (The same
-// thread's chdir then execs: see cwd_linux.go for the working directory.)
+//     read again: its tid may be another thread's now;
+//   - once a thread is made without CLONE_FS (its own umask: when it execs
+//     from a non-leader thread it takes over its leader's tid), nothing is
+//     kept (umasks.split; see cwd_linux.go).
 type umasks struct {
 	mu  sync.Mutex
 	gen uint64
@@ -39,10 +35,11 @@ type umasks struct {
 	// working directory read under an earlier one is read again (see
 	// cwd_linux.go).
 	cwdGen uint64
-	// noCwd keeps no working directory (strict_deny: see cwd_linux.go).
-	noCwd bool
-	m     map[int]umaskEntry // by tid
-	wait  map[int]int        // the threads in umask(2): tid -> pidfd
+	// noCwd keeps no working directory (see cwd_linux.go); noMask no
+	// umask (a thread without CLONE_FS was made: umasks.split).
+	noCwd, noMask bool
+	m             map[int]umaskEntry // by tid
+	wait          map[int]int        // the threads in umask(2): tid -> pidfd
 	// waiting is len(wait), read without mu by every call (see settle).
 	waiting atomic.Int32
 }
@@ -51,14 +48,25 @@ type umaskEntry struct {
 	pidfd int
 	mask  int // -1: not read yet (the entry holds a working directory only)
 	gen   uint64
-	// cwd is the thread's working directory as last read, "" if not;
-	// kept under cwdGen.
-	cwd    string
+	// cwdFD is an O_PATH descriptor of the thread's working directory
+	// (the kernel's, opened through /proc/TID/cwd), plus one (0: none);
+	// kept under cwdGen. Its path is read per call (see cwd_linux.go).
+	cwdFD  int
 	cwdGen uint64
 }
 
-// maxUmasks bounds the kept values: all are dropped when it is full.
-const maxUmasks = 512
+// close releases e's descriptors.
+func (e umaskEntry) close() {
+	unix.Close(e.pidfd)
+	if e.cwdFD > 0 {
+		unix.Close(e.cwdFD - 1)
+	}
+}
+
+// maxUmasks bounds the kept values: all are dropped when it is full. An
+// entry holds up to two descriptors (its pidfd, its working directory):
+// at most 512 in all, as when it held one.
+const maxUmasks = 256
 
 // changing records that thread tid is calling umask(2): every kept value
 // is dropped, and none is kept until tid is back (settle) or gone.
@@ -106,7 +114,7 @@ func (u *umasks) forgetWait(tid int) {
 // dropAll forgets every kept value (under mu).
 func (u *umasks) dropAll() {
 	for tid, e := range u.m {
-		unix.Close(e.pidfd)
+		e.close()
 		delete(u.m, tid)
 	}
 }
@@ -134,7 +142,7 @@ func (u *umasks) cachedSeen(tid int, seen *bool) (mask int, ok bool, gen uint64,
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	e, hit, keep := u.current(tid, seen)
-	if !keep {
+	if !keep || u.noMask {
 		return 0, false, 0, false
 	}
 	if hit && e.mask >= 0 {
@@ -166,7 +174,7 @@ func (u *umasks) current(tid int, seen *bool) (e umaskEntry, hit, keep bool) {
 		}
 		return e, true, true
 	}
-	unix.Close(e.pidfd)
+	e.close()
 	delete(u.m, tid)
 	return umaskEntry{}, false, true
 }
@@ -176,7 +184,7 @@ func (u *umasks) current(tid int, seen *bool) (e umaskEntry, hit, keep bool) {
 func (u *umasks) store(tid, pfd, mask int, gen uint64) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if gen != u.gen || u.heldBack(tid) {
+	if gen != u.gen || u.heldBack(tid) || u.noMask {
 		unix.Close(pfd)
 		return
 	}
@@ -195,7 +203,7 @@ func (u *umasks) store(tid, pfd, mask int, gen uint64) {
 			u.m[tid] = old
 			return
 		}
-		unix.Close(old.pidfd)
+		old.close()
 	}
 	u.m[tid] = umaskEntry{pidfd: pfd, mask: mask, gen: gen}
 }

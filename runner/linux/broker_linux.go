@@ -53,6 +53,11 @@ func brokeredSeccomp(c *configs.Seccomp, strict bool) *configs.Seccomp {
 		}
 		out.Syscalls = append(out.Syscalls, s)
 	}
+	var rules []*configs.Syscall
+	for _, s := range out.Syscalls {
+		rules = append(rules, watchClone(s)...)
+	}
+	out.Syscalls = rules
 	enosys := uint(unix.ENOSYS)
 	for _, n := range brokerENOSYS {
 		out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Errno, ErrnoRet: &enosys})
@@ -124,6 +129,48 @@ func refuseOwnListener(rules []*configs.Syscall) []*configs.Syscall {
 			Args: []*configs.Arg{{Index: 1, Value: flag, ValueTwo: flag, Op: configs.MaskEqualTo}}},
 		&configs.Syscall{Name: "seccomp", Action: configs.Allow,
 			Args: []*configs.Arg{{Index: 1, Value: flag, ValueTwo: 0, Op: configs.MaskEqualTo}}})
+}
+
+// cloneThreadFS are the clone flags of a thread that shares its working
+// directory and umask (pthreads); CLONE_THREAD alone makes one that does
+// not, which the broker must see (broker.CwdPolicy).
+const cloneThreadFS = unix.CLONE_THREAD | unix.CLONE_FS
+
+// watchClone returns the rules for the profile's rule s: s itself unless
+// it allows clone, which is split so that a clone making a thread without
+// CLONE_FS is notified (the broker continues it and keeps no working
+// directory or umask from then on) and every other stays in the kernel. A
+// clone rule whose first argument's condition is of another shape has
+// every clone it allows notified (the broker reads the flags itself).
+func watchClone(s *configs.Syscall) []*configs.Syscall {
+	if s == nil || s.Name != "clone" || s.Action != configs.Allow {
+		return []*configs.Syscall{s}
+	}
+	var rest []*configs.Arg
+	var mask, want uint64
+	seen := false
+	for _, a := range s.Args {
+		if a == nil || a.Index != 0 {
+			rest = append(rest, a)
+			continue
+		}
+		if seen || a.Op != configs.MaskEqualTo || (a.Value|a.ValueTwo)&cloneThreadFS != 0 {
+			n := *s
+			n.Action = configs.Notify
+			return []*configs.Syscall{&n}
+		}
+		mask, want, seen = a.Value, a.ValueTwo, true
+	}
+	var out []*configs.Syscall
+	for _, v := range []uint64{0, unix.CLONE_FS, cloneThreadFS, unix.CLONE_THREAD} {
+		act := configs.Allow
+		if v == unix.CLONE_THREAD {
+			act = configs.Notify
+		}
+		args := append(slices.Clone(rest), &configs.Arg{Index: 0, Value: mask | cloneThreadFS, ValueTwo: want | v, Op: configs.MaskEqualTo})
+		out = append(out, &configs.Syscall{Name: s.Name, Action: act, Args: args})
+	}
+	return out
 }
 
 // fdMetaRiskyMode are the mode bits whose fchmod is still notified in the
@@ -248,9 +295,11 @@ func (p brokerPolicy) Refuse(path string) string {
 	return ""
 }
 
-// StrictDeny reports whether the sandbox has strict_deny (see
-// broker.StrictPolicy).
-func (p brokerPolicy) StrictDeny() bool { return p.strict }
+// KeepCwd implements broker.CwdPolicy: the broker may keep working
+// directories unless strict_deny is set. brokeredSeccomp notifies the
+// clones it must see (watchClone), and the profile refuses unshare, setns,
+// pivot_root and a clone with a namespace flag.
+func (p brokerPolicy) KeepCwd() bool { return !p.strict }
 
 // Leads returns "deny PATH" or "protect PATH" for the entry whose path (a
 // pattern's literal prefix) lies strictly below p: a symlink at p would
