@@ -33,6 +33,11 @@ func TestBrokerSeccomp(t *testing.T) {
 		wantErr              bool
 	}{
 		{name: "no profile", in: nil, wantNotify: []string{"openat", "mkdirat", "renameat2", "unlinkat"}},
+		// cordon-oci's broker keeps no working directory: notified, the
+		// init's chdir would come before the exec FIFO's open.
+		{name: "chdir stays the profile's", in: &configs.Seccomp{DefaultAction: errno, Syscalls: []*configs.Syscall{
+			{Name: "openat", Action: configs.Allow}, {Name: "chdir", Action: configs.Allow}, {Name: "fchdir", Action: configs.Allow}}},
+			wantNotify: []string{"openat"}, wantNone: []string{"chdir", "fchdir"}},
 		{name: "allowed outright", in: &configs.Seccomp{DefaultAction: errno, Syscalls: []*configs.Syscall{
 			{Name: "openat", Action: configs.Allow}, {Name: "mkdirat", Action: configs.Allow}}},
 			wantNotify: []string{"openat", "mkdirat"}, wantNone: []string{"unlinkat", "renameat2"}},
