@@ -116,37 +116,14 @@ func brokerSeccomp(c *configs.Seccomp, sock string) (*configs.Seccomp, error) {
 	for _, n := range unbrokered {
 		out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Errno, ErrnoRet: &enosys})
 	}
-	rules, err := refuseOwnListener(c, out.Syscalls)
-	if err != nil {
+	// The backend's filter refuses a listener of the container's own
+	// (TestOCINoListenerOfItsOwn) where the profile allows seccomp(2)
+	// outright; one that allows it only under conditions is refused here.
+	if _, err := allowedOutright(c, "seccomp"); err != nil {
 		return nil, err
 	}
-	out.Syscalls = rules
 	out.ListenerPath = sock
 	return out, nil
-}
-
-// refuseOwnListener replaces the profile's rules for seccomp(2) (rules,
-// from profile c) with the broker's: a filter with a listener of its own
-// (SECCOMP_FILTER_FLAG_NEW_LISTENER) is refused with EBUSY, as the kernel
-// refuses it while the supervisor's listener is open. Once that listener
-// is closed (the supervisor gone), the kernel would accept one, and a call
-// that the container's newer filter notifies goes to the container's
-// listener, which may let it through: cordon's filter is not asked
-// (TestOCINoListenerOfItsOwn). A profile that refuses seccomp(2) keeps it
-// refused; any other filter stays the container's to install.
-func refuseOwnListener(c *configs.Seccomp, rules []*configs.Syscall) ([]*configs.Syscall, error) {
-	allowed, err := allowedOutright(c, "seccomp")
-	if err != nil || !allowed {
-		return rules, err
-	}
-	rules = slices.DeleteFunc(rules, func(s *configs.Syscall) bool { return s != nil && s.Name == "seccomp" })
-	busy := uint(unix.EBUSY)
-	flag := uint64(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
-	return append(rules,
-		&configs.Syscall{Name: "seccomp", Action: configs.Errno, ErrnoRet: &busy,
-			Args: []*configs.Arg{{Index: 1, Value: flag, ValueTwo: flag, Op: configs.MaskEqualTo}}},
-		&configs.Syscall{Name: "seccomp", Action: configs.Allow,
-			Args: []*configs.Arg{{Index: 1, Value: flag, ValueTwo: 0, Op: configs.MaskEqualTo}}}), nil
 }
 
 // cwdWatched are the calls the backend's filter notifies only to keep

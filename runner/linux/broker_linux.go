@@ -94,25 +94,27 @@ func brokeredSeccomp(c *configs.Seccomp, strict bool) *configs.Seccomp {
 		out.Syscalls = append(out.Syscalls, &configs.Syscall{Name: n, Action: configs.Allow,
 			Args: []*configs.Arg{{Index: idx, Value: mask, ValueTwo: 0, Op: configs.MaskEqualTo}}})
 	}
-	out.Syscalls = refuseOwnListener(out.Syscalls)
+	out.Syscalls = refuseOwnListener(out.DefaultAction, out.Syscalls)
 	return &out
 }
 
-// refuseOwnListener makes a plain allow of seccomp(2) in rules refuse a
-// filter with a listener of its own (SECCOMP_FILTER_FLAG_NEW_LISTENER)
-// with EBUSY, the kernel's own answer while the broker's listener is open.
-// Once that listener is closed (cordon gone, which also ends the sandbox)
-// the kernel would accept one, and a call the sandbox's newer filter
-// notifies would go to the sandbox's listener first; cordon-oci's
-// supervisor can die before its container (TestOCINoListenerOfItsOwn), a
-// run's broker cannot, so here it only holds the same rule for both.
-// Other filters stay the sandbox's to install; a profile that refuses
-// seccomp(2), or allows it only under conditions, is kept as it is.
-func refuseOwnListener(rules []*configs.Syscall) []*configs.Syscall {
-	plain := false
+// refuseOwnListener makes an outright allow of seccomp(2) in rules (an
+// allow rule with no condition, or no rule and a default action def that
+// allows) refuse a filter with a listener of its own
+// (SECCOMP_FILTER_FLAG_NEW_LISTENER) with EBUSY, the kernel's own answer
+// while the broker's listener is open. Once that listener is closed the
+// kernel would accept one, and a call the sandbox's newer filter notifies
+// would go to the sandbox's listener first: cordon-oci's supervisor can die
+// before its container (TestOCINoListenerOfItsOwn); a run's broker cannot,
+// and holds the same rule. Other filters stay the sandbox's to install; a
+// profile that refuses seccomp(2), or allows it only under conditions, is
+// kept as it is (cordon-oci refuses the latter).
+func refuseOwnListener(def configs.Action, rules []*configs.Syscall) []*configs.Syscall {
+	allows := func(a configs.Action) bool { return a == configs.Allow || a == configs.Log }
+	plain := allows(def)
 	for _, r := range rules {
 		if r != nil && r.Name == "seccomp" {
-			if r.Action != configs.Allow || len(r.Args) > 0 {
+			if !allows(r.Action) || len(r.Args) > 0 {
 				return rules
 			}
 			plain = true

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/specconv"
 	libseccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
@@ -153,8 +154,15 @@ func TestBrokeredFilterRefusesOwnListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, strict := range []bool{false, true} {
-		prog, err := seccomp.Compile(brokeredSeccomp(base, strict))
+	// A profile that allows everything by its default action, with no
+	// rule for seccomp(2) (cordon-oci's container without one), too.
+	open := &configs.Seccomp{DefaultAction: configs.Allow}
+	for _, c := range []struct {
+		profile *configs.Seccomp
+		strict  bool
+	}{{base, false}, {base, true}, {open, false}} {
+		strict := c.strict
+		prog, err := seccomp.Compile(brokeredSeccomp(c.profile, strict))
 		if err != nil {
 			t.Fatal(err)
 		}
