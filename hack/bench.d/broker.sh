@@ -47,7 +47,9 @@
 # read-write, private namespaces, no capability), and the table adds, for
 # creat-loop, the cost per brokered call ((NEW - bwrap) / 10,000) beside the
 # floor's: the same loop under hack/bench.d/notifyfloor -c (a listener that
-# does nothing) against -n, no sandbox, alternating in the same run.
+# does nothing) against -n, no sandbox, alternating in the same run, and
+# under notifyfloor -c -a -k (a listener that answers each create as cordon
+# does, installing a descriptor, with a CPU kept awake: internal/awake).
 # hack/bench runs it when BROKER_BASE names the base binary.
 set -Eeuo pipefail
 base="$1" new="$(realpath "$2")" n="${3:-5}"
@@ -121,7 +123,7 @@ for i in range(10000): os.close(os.open(\"p.\$RUN/%d\" % i, os.O_CREAT | os.O_WR
   [npm-ci]='mkdir n.$RUN && cp /fix/npm/* n.$RUN/ && cd n.$RUN && npm ci --offline --no-audit --no-fund --loglevel=error --cache '"$work/npmcache"
 )
 read -ra cases <<<"${CASES:-true read-tree py-import untar git-clone creat-loop}"
-[ "$base" = bwrap ] && [[ " ${cases[*]} " == *" creat-loop "* ]] && cc -O2 -Wall -o "$tmp/notifyfloor" "$(dirname "$0")/notifyfloor.c"
+[ "$base" = bwrap ] && [[ " ${cases[*]} " == *" creat-loop "* ]] && cc -O2 -Wall -pthread -o "$tmp/notifyfloor" "$(dirname "$0")/notifyfloor.c"
 [ "${GO:-0}" = 1 ] && cases+=(go-build)
 [ "${NPM:-0}" = 1 ] && cases+=(npm-ci)
 now() { date +%s%N; }
@@ -160,9 +162,10 @@ for c in "${cases[@]}"; do
       cpu[$c.$which]+="$(awk '{printf "%d", ($1 + $2) * 1000}' "$tmp/cpu") "
     done
     if [ "$c" = creat-loop ] && [ "$base" = bwrap ]; then
-      for which in plain floor; do
+      for which in plain floor inst; do
         flag=(-n)
         [ "$which" = floor ] && flag=(-c)
+        [ "$which" = inst ] && flag=(-c -a -k)
         line=${cmd[$c]//\$RUN/$i.$which}
         t0=$(now); (cd "$work" && /usr/bin/time -f "%U %S" -o "$tmp/cpu" "$tmp/notifyfloor" "${flag[@]}" sh -c "$line") >/dev/null 2>&1; t1=$(now)
         times[$c.$which]+="$(( (t1 - t0) / 1000000 )) "
@@ -198,6 +201,8 @@ if [ -n "${times[creat-loop.floor]:-}" ]; then
   awk -v b="$b" -v w="$w" -v p="$p" -v f="$f" 'BEGIN {
     c = (w - b) * 1000 / 10000; fl = (f - p) * 1000 / 10000
     printf "\nper brokered call (creat-loop, 10,000 creates), wall: cordon %.1f us over bwrap; do-nothing listener %.1f us over none (%d vs %d ms); ratio %.2f\n", c, fl, f, p, (fl > 0 ? c / fl : 0) }'
+  in=$(echo "${times[creat-loop.inst]}" | median)
+  awk -v p="$p" -v i="$in" 'BEGIN { printf "a listener that answers each create as cordon does, installing a descriptor, with a keeper (notifyfloor -c -a -k): %.1f us over none (%d ms)\n", (i - p) * 1000 / 10000, i }'
   b=$(echo "${cpu[creat-loop.base]}" | median) w=$(echo "${cpu[creat-loop.new]}" | median)
   p=$(echo "${cpu[creat-loop.plain]}" | median) f=$(echo "${cpu[creat-loop.floor]}" | median)
   # cordon's own start-up (its `true` case) is not the broker's.

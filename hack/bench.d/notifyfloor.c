@@ -1,6 +1,6 @@
 // notifyfloor: the least a seccomp user-notification broker can cost.
 //
-//	notifyfloor [-n | -c] CMD [ARG...]
+//	notifyfloor [-n | -c] [-a] [-k] CMD [ARG...]
 //
 // Runs CMD under a seccomp filter that sends to a listener exactly the
 // calls cordon's broker takes (internal/broker.Syscalls(): open and openat
@@ -16,9 +16,20 @@
 // untar, a broker that left metadata calls (fchmod, fchown, utimensat) in
 // the kernel. With -n the filter allows everything and nothing is
 // notified (the same process structure, for the baseline). Prints the notification count on
+// With -a an open is answered as cordon's broker answers it: the listener
+// opens a file itself (/dev/null) and installs it in the caller
+// (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SEND), which wakes the
+// caller and then waits for it, where CONTINUE hands the CPU over at once.
+// With -k a second thread at nice 19 spins while calls flow (until 250 us
+// after the last one), as internal/awake's keeper does for the broker: on a
+// host whose idle CPUs halt, -a costs the wake-up of a halted CPU twice per
+// call, and -a -k does not.
 // stderr. hack/bench.d/notifyfloor.sh times it.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <linux/audit.h>
@@ -127,15 +138,54 @@ static int recv_fd(int sock)
 	return fd;
 }
 
+static volatile unsigned long calls;
+
+static long long now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+// keep spins while calls move (-k), at nice 19; a simpler keeper than
+// internal/awake's (it polls every 100 us when idle instead of sleeping in
+// a futex), enough for a benchmark.
+static void *keep(void *arg)
+{
+	(void)arg;
+	setpriority(PRIO_PROCESS, 0, 19);
+	unsigned long seen = calls;
+	long long since = now_ns();
+	for (;;) {
+		if (calls != seen) {
+			seen = calls;
+			since = now_ns();
+		} else if (now_ns() - since > 250000) {
+			usleep(100);
+			continue;
+		}
+		__builtin_ia32_pause();
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
-	int notify = 1, only_creates = 0, a = 1;
-	if (a < argc && strcmp(argv[a], "-n") == 0)
-		notify = 0, a++;
-	else if (a < argc && strcmp(argv[a], "-c") == 0)
-		only_creates = 1, a++;
+	int notify = 1, only_creates = 0, addfd = 0, keeper = 0, a = 1;
+	for (; a < argc && argv[a][0] == '-'; a++) {
+		if (strcmp(argv[a], "-n") == 0)
+			notify = 0;
+		else if (strcmp(argv[a], "-c") == 0)
+			only_creates = 1;
+		else if (strcmp(argv[a], "-a") == 0)
+			addfd = 1;
+		else if (strcmp(argv[a], "-k") == 0)
+			keeper = 1;
+		else
+			break;
+	}
 	if (a >= argc) {
-		fprintf(stderr, "usage: notifyfloor [-n | -c] CMD [ARG...]\n");
+		fprintf(stderr, "usage: notifyfloor [-n | -c] [-a] [-k] CMD [ARG...]\n");
 		return 2;
 	}
 	int sp[2];
@@ -167,6 +217,9 @@ int main(int argc, char **argv)
 		struct seccomp_notif *req = calloc(1, sz.seccomp_notif > sizeof(*req) ? sz.seccomp_notif : sizeof(*req));
 		struct seccomp_notif_resp *resp =
 			calloc(1, sz.seccomp_notif_resp > sizeof(*resp) ? sz.seccomp_notif_resp : sizeof(*resp));
+		pthread_t kt;
+		if (keeper && pthread_create(&kt, NULL, keep, NULL) != 0)
+			return perror("keeper"), 1;
 		for (;;) {
 			struct pollfd pf = {.fd = fd, .events = POLLIN};
 			if (poll(&pf, 1, -1) < 0) {
@@ -183,6 +236,15 @@ int main(int argc, char **argv)
 				break; // ENOENT/EBADF...: every filtered task is gone
 			}
 			count++;
+			calls++;
+			if (addfd && (req->data.nr == SYS_open || req->data.nr == SYS_openat || req->data.nr == SYS_creat)) {
+				int nf = open("/dev/null", O_RDWR | O_CLOEXEC);
+				struct seccomp_notif_addfd ad = {.id = req->id, .flags = SECCOMP_ADDFD_FLAG_SEND, .srcfd = (unsigned)nf};
+				if (ioctl(fd, SECCOMP_IOCTL_NOTIF_ADDFD, &ad) < 0 && errno != ENOENT)
+					perror("addfd");
+				close(nf);
+				continue;
+			}
 			memset(resp, 0, sz.seccomp_notif_resp);
 			resp->id = req->id;
 			resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.."
 n="${1:-7}"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/cordon-notifyfloor.XXXXXX")"
 trap 'rm -rf --one-file-system "$tmp"' EXIT
-cc -O2 -Wall -o "$tmp/notifyfloor" hack/bench.d/notifyfloor.c
+cc -O2 -Wall -pthread -o "$tmp/notifyfloor" hack/bench.d/notifyfloor.c
 fix="$tmp/fix"
 mkdir -p "$fix/tree" "$tmp/work"
 python3 - "$fix/tree" <<'PY'

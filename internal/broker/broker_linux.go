@@ -26,6 +26,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-run/cordon/internal/awake"
 )
 
 // Policy decides which paths the sandbox may change.
@@ -133,6 +135,7 @@ func Start(fd int, p Policy, c Creds) *Broker {
 		b.umasks.noCwd = true // see cwd_linux.go
 	}
 	_ = setSyncWakeUp(fd) // best effort: see setSyncWakeUp
+	awake.Start()         // see the Poke in worker
 	b.baton <- struct{}{}
 	b.work = b.worker
 	for range workers {
@@ -332,6 +335,9 @@ func (b *Broker) worker() {
 			b.fail(err)
 			return
 		}
+		// The answer may wake the caller on an idle CPU (an install of a
+		// descriptor does, and waits for it): keep one busy meanwhile.
+		awake.Poke()
 		more, seen := b.peek(int(n.Pid))
 		if more {
 			b.pass()
