@@ -116,6 +116,25 @@ type Broker struct {
 	// work is b.worker (through a field: the call table's functions
 	// start workers, and worker uses the table).
 	work func()
+	// awake: the process's keeper runs and this broker pokes it.
+	awake bool
+}
+
+// AwakePolicy is a Policy that may turn the keeper off (internal/awake):
+// a sandbox with a CPU limit gets none, since the keeper's spinning is
+// CPU the command causes outside its cgroup. A Policy that does not
+// implement it gets the keeper.
+type AwakePolicy interface {
+	Policy
+	// KeepAwake reports whether the broker may keep a CPU busy while
+	// calls flow.
+	KeepAwake() bool
+}
+
+// keepsAwake reports whether a broker with policy p uses the keeper.
+func keepsAwake(p Policy) bool {
+	kp, ok := p.(AwakePolicy)
+	return !ok || kp.KeepAwake()
 }
 
 type atomicInt32 = atomic.Int32
@@ -135,7 +154,9 @@ func Start(fd int, p Policy, c Creds) *Broker {
 		b.umasks.noCwd = true // see cwd_linux.go
 	}
 	_ = setSyncWakeUp(fd) // best effort: see setSyncWakeUp
-	awake.Start()         // see the Poke in worker
+	if keepsAwake(p) {
+		b.awake = awake.Start() // see the Poke in worker
+	}
 	b.baton <- struct{}{}
 	b.work = b.worker
 	for range workers {
@@ -337,7 +358,9 @@ func (b *Broker) worker() {
 		}
 		// The answer may wake the caller on an idle CPU (an install of a
 		// descriptor does, and waits for it): keep one busy meanwhile.
-		awake.Poke()
+		if b.awake {
+			awake.Poke()
+		}
 		more, seen := b.peek(int(n.Pid))
 		if more {
 			b.pass()

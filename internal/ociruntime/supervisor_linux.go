@@ -41,6 +41,11 @@ type observed struct {
 	log *audit.Log
 }
 
+// KeepAwake is broker.AwakePolicy: cordon-oci's supervisor keeps no CPU
+// busy (internal/awake): it runs outside the container's cgroup, and a
+// container's CPU is its orchestrator's to account and limit.
+func (o observed) KeepAwake() bool { return false }
+
 // Denied logs d; the Observer interface of internal/broker.
 func (o observed) Denied(d broker.Denial) {
 	kind, _, _ := strings.Cut(d.Rule, " ")

@@ -237,6 +237,9 @@ func fdMetaFastPath(name string) ([]*configs.Syscall, bool) {
 type brokerPolicy struct {
 	rules  []brokerRule
 	strict bool // strict_deny: the broker keeps no working directory
+	// capped: limits.cpus is set, so the broker keeps no CPU awake (its
+	// spinning would be CPU outside the sandbox's limit).
+	capped bool
 }
 
 // brokerRule is one entry, compiled: the broker decides every create,
@@ -269,7 +272,7 @@ func (run *linuxRun) policy() brokerPolicy {
 
 // aliasedBrokerPolicy is newBrokerPolicy of a sandbox WithAliases made.
 func aliasedBrokerPolicy(sb *spec.Sandbox) brokerPolicy {
-	p := brokerPolicy{strict: sb.StrictDeny}
+	p := brokerPolicy{strict: sb.StrictDeny, capped: sb.Limits.CPUs > 0}
 	for _, d := range sb.Deny {
 		p.rules = append(p.rules, newBrokerRule("deny", d))
 	}
@@ -302,6 +305,11 @@ func (p brokerPolicy) Refuse(path string) string {
 // clones it must see (watchClone), and the profile refuses unshare, setns,
 // pivot_root and a clone with a namespace flag.
 func (p brokerPolicy) KeepCwd() bool { return !p.strict }
+
+// KeepAwake is broker.AwakePolicy: no keeper for a sandbox with a CPU
+// limit, whose command would otherwise make the supervisor spin outside
+// the limit by calling at a trickle.
+func (p brokerPolicy) KeepAwake() bool { return !p.capped }
 
 // Leads returns "deny PATH" or "protect PATH" for the entry whose path (a
 // pattern's literal prefix) lies strictly below p: a symlink at p would
