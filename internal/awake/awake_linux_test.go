@@ -77,7 +77,7 @@ func TestKeeperSpinsOnlyWhilePoked(t *testing.T) {
 		t.Fatalf("the keeper (%s) never ran while poked", d)
 	}
 	// Not poked: it goes to sleep (state S, a spin counted as ended).
-	for i := 0; i < 500 && (Spins() == 0 || taskStat(t, d)[0] != "S"); i++ {
+	for i := 0; i < 3000 && (Spins() == 0 || taskStat(t, d)[0] != "S"); i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if Spins() == 0 || taskStat(t, d)[0] != "S" {
