@@ -224,7 +224,7 @@ func (x *sessionExec) quietLeft() time.Duration {
 func (x *sessionExec) pollPolledFor(conn int, d time.Duration) ([]unix.PollFd, error) {
 	ms := -1
 	if d >= 0 {
-		ms = int(d / time.Millisecond)
+		ms = int((d + time.Millisecond - 1) / time.Millisecond) // not less than d
 	}
 	pfds := make([]unix.PollFd, 0, 1+len(x.polled))
 	pfds = append(pfds, unix.PollFd{Fd: int32(conn), Events: unix.POLLIN})
