@@ -22,8 +22,8 @@ var (
 // supervisor, shim, the command, and back) that runs on both CPUs of a
 // small host at once. The shim's chdir before the command starts is a
 // brokered call, whose Poke kept the keeper spinning through the
-// command's start: that cost the exec about 0.3 ms of its 2.6 ms on a
-// 2-vCPU VM (docs/performance.md, "Sessions"), where the keeper saves
+// command's start: that cost the exec 0.2 to 0.4 ms of its 3 ms in most
+// runs on a 2-vCPU VM (docs/performance.md, "Sessions"), where the keeper saves
 // back-to-back broker round trips far more. Overlapping Quiets end when
 // the last one is resumed; a keeper already spinning finishes its Window.
 // While a Quiet lasts, Start reports false. resume is idempotent. It sets
