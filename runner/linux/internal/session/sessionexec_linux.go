@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cordon-run/cordon/internal/awake"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/runner/linux/internal/cgroup"
 	"github.com/cordon-run/cordon/runner/linux/internal/pid1"
@@ -48,6 +49,15 @@ func (s *linuxSession) Exec(ctx context.Context, req runner.ExecRequest) (res ru
 	}
 	s.life.begin()
 	defer s.life.end()
+	// A plain exec's hand-offs (the shim, the command's start and exit,
+	// the status) run on both CPUs at once: the keeper that the broker
+	// pokes for the shim's chdir would spin through the command's start.
+	// waitPolled lets it go after awake.ExecQuiet.
+	var quiet func()
+	if !req.TTY && !req.Detach {
+		quiet = awake.Quiet()
+		defer quiet()
+	}
 	netSince := s.built.NetMark()
 	x, err := s.newExec(req, cwd)
 	if err != nil {
@@ -57,6 +67,9 @@ func (s *linuxSession) Exec(ctx context.Context, req runner.ExecRequest) (res ru
 		return runner.SetupFailure(res, err), nil
 	}
 	defer x.close()
+	if quiet != nil {
+		x.quiet, x.quietUntil = quiet, start.Add(awake.ExecQuiet)
+	}
 	st, timedOut, canceled, stErr := x.wait(ctx, req)
 	if stErr == nil && st.Again && !x.signaled && !req.Detach && !req.TTY {
 		// The shim left nothing of this exec and waits for the next.
@@ -143,6 +156,10 @@ type sessionExec struct {
 	polled    []int
 	polledDst []io.Writer
 	buf       []byte
+	// quiet ends the exec's awake.Quiet, which waitPolled does at
+	// quietUntil if the command still runs; nil once ended.
+	quiet      func()
+	quietUntil time.Time
 	// mu guards signaled, finished, timedOut, canceled and grace against
 	// a polled exec's timer, cancel and signal callbacks, which act on
 	// their own while wait reads (armPolled).

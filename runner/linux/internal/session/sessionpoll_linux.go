@@ -55,10 +55,17 @@ func (x *sessionExec) waitPolled(ctx context.Context, req runner.ExecRequest) (p
 	for done := false; !done; {
 		// The status first: once it is read, wait returns (the output
 		// left is drained after, by drainPolled).
-		pfds, err := x.pollPolled(conn)
+		pfds, err := x.pollPolledFor(conn, x.quietLeft())
 		if err != nil {
 			stErr = fmt.Errorf("waiting for the exec: %w", err)
 			break
+		}
+		if x.quiet != nil && !ready(pfds) {
+			// ExecQuiet passed: the command runs on, and its brokered
+			// calls may have the keeper again.
+			x.quiet()
+			x.quiet = nil
+			continue
 		}
 		if pfds[0].Revents != 0 {
 			// Under mu, so that a callback's statusPending never
@@ -201,18 +208,23 @@ func (x *sessionExec) statusPending() bool {
 	return ok
 }
 
-// pollPolled waits until conn (when >= 0; first in the result) or one of
-// the exec's open output pipes is readable, and returns what was polled.
-func (x *sessionExec) pollPolled(conn int) ([]unix.PollFd, error) {
-	return x.pollPolledFor(conn, -1)
+// quietLeft is how long waitPolled may poll before the exec's Quiet
+// ends: -1 (no limit) once it has; 0 when it is due.
+func (x *sessionExec) quietLeft() time.Duration {
+	if x.quiet == nil {
+		return -1
+	}
+	return max(time.Until(x.quietUntil), 0)
 }
 
-// pollPolledFor is pollPolled for at most d (d < 0: no limit); nothing is
-// readable in the result when d passed.
+// pollPolledFor waits until conn (when >= 0; first in the result) or one
+// of the exec's open output pipes is readable, for at most d (d < 0: no
+// limit), and returns what was polled: nothing is readable in it when d
+// passed.
 func (x *sessionExec) pollPolledFor(conn int, d time.Duration) ([]unix.PollFd, error) {
 	ms := -1
 	if d >= 0 {
-		ms = int(d / time.Millisecond)
+		ms = int((d + time.Millisecond - 1) / time.Millisecond) // not less than d
 	}
 	pfds := make([]unix.PollFd, 0, 1+len(x.polled))
 	pfds = append(pfds, unix.PollFd{Fd: int32(conn), Events: unix.POLLIN})
