@@ -454,6 +454,7 @@ func createBrokered(g *globals, id string, s *specs.Spec, cfg *configs.Config, b
 		stop()
 		return nil, nil, err
 	}
+	gt.watch(filepath.Join(g.root, id))
 	if err := os.WriteFile(filepath.Join(g.root, id, brokerPidFile), []byte(strconv.Itoa(pid)), 0o600); err != nil {
 		_ = c.Destroy()
 		gt.cancel()

@@ -50,6 +50,8 @@ type gate struct {
 	l    *net.UnixListener
 	hand *os.File // create's end of the handoff socket
 	done chan error
+	// early is the guard's device made ahead (earlytun_linux.go).
+	early earlyOf
 }
 
 func newGate(cfg brokerConfig, l *net.UnixListener, hand *os.File) *gate {
@@ -72,6 +74,7 @@ func (g *gate) cancel() {
 func (g *gate) pass() error {
 	defer g.l.Close()
 	defer g.hand.Close()
+	defer g.dropEarly()
 	c, err := g.l.AcceptUnix()
 	if err != nil {
 		return fmt.Errorf("cordon-oci broker: the init's seccomp descriptor: %w", err)
@@ -95,7 +98,7 @@ func (g *gate) pass() error {
 	}
 	var dev *netguard.Device
 	if refuse == nil && len(g.cfg.Allow) > 0 {
-		if dev, refuse = tunFor(pid, g.cfg.Allow); dev != nil {
+		if dev, refuse = g.tunOf(pid); dev != nil {
 			defer dev.Close()
 		}
 	}
