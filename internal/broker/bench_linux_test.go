@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -93,4 +95,42 @@ func BenchmarkNotifyFloor(b *testing.B) {
 	b.StopTimer()
 	<-done
 	cpu.report(b)
+}
+
+// BenchmarkCwdRead: what reading a caller's working directory costs, per
+// way it was read: the readlink of /proc/TID/cwd (before the kept working
+// directory and after it), the same from the broker's /proc descriptor
+// (procDir: what cwd does now), and the path of a kept O_PATH descriptor
+// of the directory through /proc/self/fd (fdPath: what the kept working
+// directory cost per call). See docs/performance.md, "Cheaper calls".
+func BenchmarkCwdRead(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := strconv.Itoa(unix.Gettid())
+	kept, err := unix.Open("/proc/"+tid+"/cwd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(kept)
+	proc, err := procDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := []struct {
+		name string
+		read func() (string, error)
+	}{
+		{"proc-tid-cwd", func() (string, error) { return linkPath("/proc/" + tid + "/cwd") }},
+		{"procdir-tid-cwd", func() (string, error) { return readlinkPath(proc, tid+"/cwd") }},
+		{"kept-fd", func() (string, error) { return fdPath(kept) }},
+	}
+	for _, r := range rows {
+		b.Run(r.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := r.read(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -297,12 +297,6 @@ func (p brokerPolicy) Refuse(path string) string {
 	return ""
 }
 
-// KeepCwd implements broker.CwdPolicy: the broker may keep working
-// directories unless strict_deny is set. brokeredSeccomp notifies the
-// clones it must see (watchClone), and the profile refuses unshare, setns,
-// pivot_root and a clone with a namespace flag.
-func (p brokerPolicy) KeepCwd() bool { return !p.strict }
-
 // Leads returns "deny PATH" or "protect PATH" for the entry whose path (a
 // pattern's literal prefix) lies strictly below p: a symlink at p would
 // send the host's later writes there elsewhere (see broker.LeadPolicy).
