@@ -135,13 +135,14 @@ func refuseOwnListener(def configs.Action, rules []*configs.Syscall) []*configs.
 
 // cloneThreadFS are the clone flags of a thread that shares its working
 // directory and umask (pthreads); CLONE_THREAD alone makes one that does
-// not, which the broker must see (broker.CwdPolicy).
+// not, which the broker must see (it keeps umasks: internal/broker's
+// cwd_linux.go).
 const cloneThreadFS = unix.CLONE_THREAD | unix.CLONE_FS
 
 // watchClone returns the rules for the profile's rule s: s itself unless
 // it allows clone, which is split so that a clone making a thread without
-// CLONE_FS is notified (the broker continues it and keeps no working
-// directory or umask from then on) and every other stays in the kernel. A
+// CLONE_FS is notified (the broker continues it and keeps no umask from
+// then on) and every other stays in the kernel. A
 // clone rule whose first argument's condition is of another shape has
 // every clone it allows notified (the broker reads the flags itself).
 func watchClone(s *configs.Syscall) []*configs.Syscall {
