@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
@@ -93,4 +95,48 @@ func BenchmarkNotifyFloor(b *testing.B) {
 	b.StopTimer()
 	<-done
 	cpu.report(b)
+}
+
+// BenchmarkCwdRead: what reading a caller's working directory costs, per
+// way it is read, for another process's (a child's: the kernel checks
+// ptrace access to it, which it skips for this process's own
+// descriptors): the readlink of /proc/PID/cwd (before the kept working
+// directory and after it), the same from the broker's /proc descriptor
+// (procDir: what cwd does now), and the path of a kept O_PATH descriptor
+// of the directory through /proc/self/fd (fdPath: what the kept working
+// directory cost per call). See docs/performance.md, "Cheaper calls".
+func BenchmarkCwdRead(b *testing.B) {
+	child := exec.Command("sleep", "600")
+	child.Dir = b.TempDir()
+	if err := child.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	pid := strconv.Itoa(child.Process.Pid)
+	kept, err := unix.Open("/proc/"+pid+"/cwd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(kept)
+	proc, err := procDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := []struct {
+		name string
+		read func() (string, error)
+	}{
+		{"proc-pid-cwd", func() (string, error) { return linkPath("/proc/" + pid + "/cwd") }},
+		{"procdir-pid-cwd", func() (string, error) { return readlinkPath(proc, pid+"/cwd") }},
+		{"kept-fd", func() (string, error) { return fdPath(kept) }},
+	}
+	for _, r := range rows {
+		b.Run(r.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := r.read(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -6,9 +6,8 @@
 // The broker never lets such a call continue in the kernel
 // (SECCOMP_USER_NOTIF_FLAG_CONTINUE would re-read the caller's path, which
 // another of its threads can change after the check); only umask(2), which
-// it watches to keep each caller's umask (umask_linux.go), and chdir(2)
-// and fchdir(2), watched to keep each caller's working directory, and a
-// clone(2) that makes a thread without CLONE_FS (cwd_linux.go), continue. It copies the path
+// it watches to keep each caller's umask (umask_linux.go), and a clone(2)
+// that makes a thread without CLONE_FS (cwd_linux.go), continue. It copies the path
 // out of the caller's memory, resolves it in the sandbox's own view (the
 // caller's root, working directory or directory descriptor, with openat2
 // and RESOLVE_IN_ROOT), decides on the resolved path, and performs the
@@ -150,9 +149,6 @@ const (
 // Start serves fd (which the broker now owns) until Stop.
 func Start(fd int, p Policy, c Creds) *Broker {
 	b := &Broker{fd: fd, policy: p, creds: c, stop: make(chan struct{}), baton: make(chan struct{}, 1)}
-	if cp, ok := p.(CwdPolicy); !ok || !cp.KeepCwd() {
-		b.umasks.noCwd = true // see cwd_linux.go
-	}
 	_ = setSyncWakeUp(fd) // best effort: see setSyncWakeUp
 	if keepsAwake(p) {
 		b.awake = awake.Start() // see the Poke in worker

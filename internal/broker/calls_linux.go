@@ -74,8 +74,6 @@ var commonCalls = map[int32]sysc{
 		b.umasks.changing(c.pid)
 		return result{fd: -1, cont: true}
 	}},
-	unix.SYS_CHDIR:  {"chdir", watchChdir},
-	unix.SYS_FCHDIR: {"fchdir", watchChdir},
 	unix.SYS_TRUNCATE: {"truncate", func(b *Broker, c *call, a [6]uint64) result {
 		return b.truncate(c, "truncate", a[0], int64(a[1]))
 	}},
@@ -100,7 +98,7 @@ var calls = func() map[int32]sysc {
 // filter must notify exactly these (open and openat only when they may
 // write; the runner leaves fchown, futimens and an fchmod that adds no
 // execute, setid or group/other write bit in the kernel outside
-// strict_deny), and umask, chdir and fchdir, which it only watches.
+// strict_deny), and umask, which it only watches.
 func Syscalls() []string {
 	var out []string
 	for _, s := range calls {

@@ -35,8 +35,8 @@ type result struct {
 	// again says the call's directory moved before its lock was taken
 	// (see xlock_linux.go): it is run again, its paths resolved anew.
 	again bool
-	// cont lets the call continue in the kernel: only umask(2), which
-	// names nothing (see umasks).
+	// cont lets the call continue in the kernel: only umask(2) and a
+	// watched clone(2), which name nothing (see umasks, watchClone).
 	cont bool
 }
 
@@ -74,9 +74,6 @@ func (b *Broker) handle(n *notif, holding bool, umask *int, seen bool) bool {
 		}
 		if r.again {
 			r = fail(unix.EAGAIN)
-		}
-		if movesDirs(sc.name, n.Args) {
-			b.umasks.moved() // under the names lock still: see cwd_linux.go
 		}
 		unlock()
 		if r.errno == unix.EROFS && c.last != "" {

@@ -23,16 +23,12 @@ type call struct {
 	// threadUmask is the worker thread's umask as it last set it (-1:
 	// unknown; nil: not tracked).
 	threadUmask *int
-	// fsSeen says the caller's kept umask and working directory were
-	// found current in this call (see umasks.cachedSeen).
+	// fsSeen says the caller's kept umask was found current in this call
+	// (see umasks.cachedSeen).
 	fsSeen bool
-	// cwdRead is the working directory read for this call, kept once the
-	// call is known to be still pending (see keepCwd).
-	cwdRead cwdRead
 }
 
 func (c *call) close() {
-	c.dropCwdRead()
 	for _, fd := range c.fds {
 		unix.Close(fd)
 	}
@@ -109,6 +105,13 @@ var selfFDs = sync.OnceValues(func() (int, error) {
 	return unix.Open("/proc/self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 })
 
+// procDir is this process's /proc, opened once (O_PATH): a caller's
+// working directory is read as readlinkat(dir, "TID/cwd"), two components
+// to look up where /proc/TID/cwd walked three from the root.
+var procDir = sync.OnceValues(func() (int, error) {
+	return unix.Open("/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+})
+
 func linkPath(link string) (string, error) {
 	return readlinkPath(unix.AT_FDCWD, link)
 }
@@ -174,7 +177,6 @@ func (c *call) full(dirfd int32, path string) (string, error) {
 	if err := c.live(); err != nil {
 		return "", err
 	}
-	c.keepCwd()
 	return path, nil
 }
 

@@ -31,42 +31,29 @@ import (
 type umasks struct {
 	mu  sync.Mutex
 	gen uint64
-	// cwdGen counts the broker's renames and directory removals: a kept
-	// working directory read under an earlier one is read again (see
-	// cwd_linux.go).
-	cwdGen uint64
-	// noCwd keeps no working directory (see cwd_linux.go); noMask no
-	// umask (a thread without CLONE_FS was made: umasks.split).
-	noCwd, noMask bool
-	m             map[int]umaskEntry // by tid
-	wait          map[int]int        // the threads in umask(2): tid -> pidfd
+	// noMask keeps no umask (a thread without CLONE_FS was made:
+	// umasks.split).
+	noMask bool
+	m      map[int]umaskEntry // by tid
+	wait   map[int]int        // the threads in umask(2): tid -> pidfd
 	// waiting is len(wait), read without mu by every call (see settle).
 	waiting atomic.Int32
 }
 
 type umaskEntry struct {
 	pidfd int
-	mask  int // -1: not read yet (the entry holds a working directory only)
+	mask  int
 	gen   uint64
-	// cwdFD is an O_PATH descriptor of the thread's working directory
-	// (the kernel's, opened through /proc/TID/cwd), plus one (0: none);
-	// kept under cwdGen. Its path is read per call (see cwd_linux.go).
-	cwdFD  int
-	cwdGen uint64
 }
 
-// close releases e's descriptors.
+// close releases e's descriptor.
 func (e umaskEntry) close() {
 	unix.Close(e.pidfd)
-	if e.cwdFD > 0 {
-		unix.Close(e.cwdFD - 1)
-	}
 }
 
-// maxUmasks bounds the kept values: all are dropped when it is full. An
-// entry holds up to two descriptors (its pidfd, its working directory):
-// at most 512 in all, as when it held one.
-const maxUmasks = 256
+// maxUmasks bounds the kept values (a pidfd each): all are dropped when
+// it is full.
+const maxUmasks = 512
 
 // changing records that thread tid is calling umask(2): every kept value
 // is dropped, and none is kept until tid is back (settle) or gone.
@@ -145,16 +132,16 @@ func (u *umasks) cachedSeen(tid int, seen *bool) (mask int, ok bool, gen uint64,
 	if !keep || u.noMask {
 		return 0, false, 0, false
 	}
-	if hit && e.mask >= 0 {
+	if hit {
 		return e.mask, true, 0, false
 	}
 	return 0, false, u.gen, true
 }
 
-// current returns tid's entry when it may be used: no umask(2) or chdir
-// since it was kept, and its thread has not exited (under mu; see
-// cachedSeen for seen, which may be nil). keep false: a umask(2) or chdir
-// is under way, nothing may be kept or used.
+// current returns tid's entry when it may be used: no umask(2) since it
+// was kept, and its thread has not exited (under mu; see cachedSeen for
+// seen, which may be nil). keep false: a umask(2) is under way, nothing
+// may be kept or used.
 func (u *umasks) current(tid int, seen *bool) (e umaskEntry, hit, keep bool) {
 	for w, pfd := range u.wait {
 		if w != tid && pfd >= 0 && exited(pfd) {
@@ -195,14 +182,6 @@ func (u *umasks) store(tid, pfd, mask int, gen uint64) {
 		}
 	}
 	if old, ok := u.m[tid]; ok {
-		if old.gen == gen {
-			// The entry a working directory was kept in: the same thread
-			// (no umask(2), chdir or exit since: gen is current).
-			unix.Close(pfd)
-			old.mask = mask
-			u.m[tid] = old
-			return
-		}
 		old.close()
 	}
 	u.m[tid] = umaskEntry{pidfd: pfd, mask: mask, gen: gen}
@@ -218,9 +197,9 @@ func openThreadPidfd(tid int) (int, error) {
 	return pfd, err
 }
 
-// heldBack reports whether a umask(2) or chdir under way may change tid's
-// values: one made by tid itself, or by a thread that shares its
-// fs_struct (under mu). Nothing may be kept or used for tid then.
+// heldBack reports whether a umask(2) under way may change tid's umask:
+// one made by tid itself, or by a thread that shares its fs_struct (under
+// mu). Nothing may be kept or used for tid then.
 func (u *umasks) heldBack(tid int) bool {
 	for w := range u.wait {
 		if w == tid || sharesFS(tid, w) {
@@ -234,10 +213,10 @@ func (u *umasks) heldBack(tid int) bool {
 const kcmpFS = 3
 
 // sharesFS reports whether threads a and b share their fs_struct (umask,
-// working directory: CLONE_FS), so that a umask(2) or chdir of b changes
-// a's too. Only such threads are held back by b's call under way: a shell
-// that changed its directory and waits for its children would otherwise
-// keep every child from having its values kept. When the kernel cannot
+// working directory: CLONE_FS), so that a umask(2) of b changes a's too.
+// Only such threads are held back by b's call under way: a shell that
+// changed its umask and waits for its children would otherwise keep every
+// child from having its umask kept. When the kernel cannot
 // tell (kcmp refused or missing), they count as sharing.
 func sharesFS(a, b int) bool {
 	r, _, e := unix.RawSyscall6(unix.SYS_KCMP, uintptr(a), uintptr(b), kcmpFS, 0, 0, 0)

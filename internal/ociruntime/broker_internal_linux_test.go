@@ -33,8 +33,9 @@ func TestBrokerSeccomp(t *testing.T) {
 		wantErr              bool
 	}{
 		{name: "no profile", in: nil, wantNotify: []string{"openat", "mkdirat", "renameat2", "unlinkat"}},
-		// cordon-oci's broker keeps no working directory: notified, the
-		// init's chdir would come before the exec FIFO's open.
+		// chdir is never notified (the broker reads a working directory
+		// per call): notified, the init's chdir would come before the
+		// exec FIFO's open.
 		{name: "chdir stays the profile's", in: &configs.Seccomp{DefaultAction: errno, Syscalls: []*configs.Syscall{
 			{Name: "openat", Action: configs.Allow}, {Name: "chdir", Action: configs.Allow}, {Name: "fchdir", Action: configs.Allow}}},
 			wantNotify: []string{"openat"}, wantNone: []string{"chdir", "fchdir"}},

@@ -91,12 +91,6 @@ func brokerSeccomp(c *configs.Seccomp, sock string) (*configs.Seccomp, error) {
 		}
 	}
 	out := backend.BrokeredSeccomp(c)
-	// chdir and fchdir are notified only for a broker that keeps working
-	// directories; cordon-oci's keeps none, so they stay the profile's:
-	// notified, the init's chdir to its cwd would come before the exec
-	// FIFO's open that create lets through (TestBrokerSeccomp; every
-	// annotated container failed its init with ENOSYS).
-	kept = append(kept, cwdWatched...)
 	if len(kept) > 0 {
 		var rules []*configs.Syscall
 		for _, s := range out.Syscalls {
@@ -125,10 +119,6 @@ func brokerSeccomp(c *configs.Seccomp, sock string) (*configs.Seccomp, error) {
 	out.ListenerPath = sock
 	return out, nil
 }
-
-// cwdWatched are the calls the backend's filter notifies only to keep
-// each thread's working directory, which cordon-oci's broker does not.
-var cwdWatched = []string{"chdir", "fchdir"}
 
 // unbrokered are calls that would open or change paths past the broker,
 // which fail with ENOSYS under it (as cordon run's profile has them):

@@ -135,13 +135,14 @@ func refuseOwnListener(def configs.Action, rules []*configs.Syscall) []*configs.
 
 // cloneThreadFS are the clone flags of a thread that shares its working
 // directory and umask (pthreads); CLONE_THREAD alone makes one that does
-// not, which the broker must see (broker.CwdPolicy).
+// not, which the broker must see (it keeps umasks: internal/broker's
+// cwd_linux.go).
 const cloneThreadFS = unix.CLONE_THREAD | unix.CLONE_FS
 
 // watchClone returns the rules for the profile's rule s: s itself unless
 // it allows clone, which is split so that a clone making a thread without
-// CLONE_FS is notified (the broker continues it and keeps no working
-// directory or umask from then on) and every other stays in the kernel. A
+// CLONE_FS is notified (the broker continues it and keeps no umask from
+// then on) and every other stays in the kernel. A
 // clone rule whose first argument's condition is of another shape has
 // every clone it allows notified (the broker reads the flags itself).
 func watchClone(s *configs.Syscall) []*configs.Syscall {
@@ -235,8 +236,7 @@ func fdMetaFastPath(name string) ([]*configs.Syscall, bool) {
 // brokerPolicy refuses changes to the sandbox's deny and protect paths
 // (and what lies below them), at every sandbox path of the same host file.
 type brokerPolicy struct {
-	rules  []brokerRule
-	strict bool // strict_deny: the broker keeps no working directory
+	rules []brokerRule
 	// capped: limits.cpus is set, so the broker keeps no CPU awake (its
 	// spinning would be CPU outside the sandbox's limit).
 	capped bool
@@ -272,7 +272,7 @@ func (run *linuxRun) policy() brokerPolicy {
 
 // aliasedBrokerPolicy is newBrokerPolicy of a sandbox WithAliases made.
 func aliasedBrokerPolicy(sb *spec.Sandbox) brokerPolicy {
-	p := brokerPolicy{strict: sb.StrictDeny, capped: sb.Limits.CPUs > 0}
+	p := brokerPolicy{capped: sb.Limits.CPUs > 0}
 	for _, d := range sb.Deny {
 		p.rules = append(p.rules, newBrokerRule("deny", d))
 	}
@@ -299,12 +299,6 @@ func (p brokerPolicy) Refuse(path string) string {
 	}
 	return ""
 }
-
-// KeepCwd implements broker.CwdPolicy: the broker may keep working
-// directories unless strict_deny is set. brokeredSeccomp notifies the
-// clones it must see (watchClone), and the profile refuses unshare, setns,
-// pivot_root and a clone with a namespace flag.
-func (p brokerPolicy) KeepCwd() bool { return !p.strict }
 
 // KeepAwake is broker.AwakePolicy: no keeper for a sandbox with a CPU
 // limit, whose command would otherwise make the supervisor spin outside

@@ -8,8 +8,8 @@ import (
 )
 
 // TestBrokerCloneWatched: the brokered filter notifies exactly the clones
-// that make a thread without CLONE_FS (its own working directory and
-// umask: broker.CwdPolicy), keeps every other clone the profile allows in
+// that make a thread without CLONE_FS (its own umask, which the broker
+// then stops keeping: internal/broker/cwd_linux.go), keeps every other clone the profile allows in
 // the kernel, and still refuses what the profile refuses (a namespace
 // flag). A clone rule of a shape it cannot split has every clone it
 // allows notified.

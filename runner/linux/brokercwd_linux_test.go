@@ -8,14 +8,13 @@ import (
 	"time"
 )
 
-// TestIntegrationBrokerCwdTracked: the broker keeps each thread's working
-// directory instead of reading /proc/TID/cwd per relative path (see
-// internal/broker/cwd_linux.go). A relative create lands where the kernel
-// would put it after a cd, after a cd into a directory the command renamed
-// (the broker's rename drops what it kept), in the directory the command
-// is in when it renames that directory under itself, and after another
-// thread of the process changed the directory they share; with and
-// without strict_deny (which keeps nothing).
+// TestIntegrationBrokerCwdTracked: a relative path starts at the kernel's
+// working directory of the caller at the call (read through /proc/TID/cwd
+// per call; see internal/broker/cwd_linux.go). A relative create lands
+// where the kernel would put it after a cd, after a cd into a directory
+// the command renamed, in the directory the command is in when the broker
+// renames that directory under it, and after another thread of the
+// process changed the directory they share; with and without strict_deny.
 func TestIntegrationBrokerCwdTracked(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("no python3")
@@ -63,8 +62,8 @@ os.close(os.open("p2", os.O_CREAT | os.O_WRONLY, 0o644))`)
 	}
 }
 
-// TestIntegrationBrokerCwdMovedByHost is the kernel-path rule on the kept
-// working directory (internal/broker/cwd_linux.go): the host (or another
+// TestIntegrationBrokerCwdMovedByHost is the kernel-path rule on the
+// caller's working directory (internal/broker/cwd_linux.go): the host (or another
 // sandbox on the same workspace: the broker sees neither) renames the
 // command's working directory away and puts a symlink to a protected
 // directory at its old path. The command's next relative create lands in
