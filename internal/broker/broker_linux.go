@@ -151,7 +151,7 @@ func Start(fd int, p Policy, c Creds) *Broker {
 	b := &Broker{fd: fd, policy: p, creds: c, stop: make(chan struct{}), baton: make(chan struct{}, 1)}
 	_ = setSyncWakeUp(fd) // best effort: see setSyncWakeUp
 	if keepsAwake(p) {
-		b.awake = awake.Start() // see the Poke in worker
+		b.awake = awake.Start() // see the Poke in handle, before sendFD
 	}
 	b.baton <- struct{}{}
 	b.work = b.worker
@@ -351,11 +351,6 @@ func (b *Broker) worker() {
 		if err != nil {
 			b.fail(err)
 			return
-		}
-		// The answer may wake the caller on an idle CPU (an install of a
-		// descriptor does, and waits for it): keep one busy meanwhile.
-		if b.awake {
-			awake.Poke()
 		}
 		more, seen := b.peek(int(n.Pid))
 		if more {

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cordon-run/cordon/internal/awake"
 	"github.com/cordon-run/cordon/mounts/decide"
 )
 
@@ -81,6 +82,13 @@ func (b *Broker) handle(n *notif, holding bool, umask *int, seen bool) bool {
 		}
 	}
 	if r.fd >= 0 {
+		// The install wakes the caller on an idle CPU if there is one,
+		// and this worker again after (each a halted vCPU's wake-up on a
+		// VM): keep the other CPU busy. Answers without a descriptor are
+		// handed over on this CPU and need no keeper.
+		if b.awake {
+			awake.Poke()
+		}
 		if err := sendFD(b.fd, n.ID, r.fd, r.cloexec); err != nil {
 			r.uncreate()
 			respond(b.fd, n.ID, 0, errnoOf(err))
