@@ -59,7 +59,7 @@ func orphaned(fd int) bool {
 
 // peek reports, after a notification of thread tid was received, whether
 // another one is waiting to be received (more), and whether tid's kept
-// umask and working directory are its own (seen: its entry's pidfd does
+// umask is its own (seen: its entry's pidfd does
 // not poll readable; see umasks.current): one poll of both descriptors,
 // where a call paid one poll for each. An entry whose thread exited is
 // dropped. The pidfd is polled under the entries' lock, so it is not
