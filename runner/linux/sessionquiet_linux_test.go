@@ -24,23 +24,23 @@ func keeperSettled(t *testing.T) uint64 {
 }
 
 // TestIntegrationSessionExecQuietsKeeper: a plain exec keeps the broker's
-// keeper (internal/awake) from spinning through its hand-offs: the shim's
-// chdir before the command and after it are brokered calls that poke it,
-// and the spin slowed `cordon exec N -- true` by about 0.25 ms on a 2-vCPU
-// VM. The Quiet is bounded: a brokered call of the command after
-// awake.ExecQuiet spins the keeper as in a run.
+// keeper (internal/awake) from spinning through its hand-offs (a keeper
+// spinning through the command's start slowed `cordon exec N -- true` by
+// about 0.25 ms on a 2-vCPU VM), and the Quiet is bounded: a create of the
+// command after awake.ExecQuiet (the broker installs its descriptor, which
+// pokes the keeper) spins the keeper as in a run.
 func TestIntegrationSessionExecQuietsKeeper(t *testing.T) {
 	s := startSession(t, newSandbox(t))
 	if !awake.Start() {
 		t.Skip("no keeper in this process (fewer than two CPUs, or CORDON_KEEP_AWAKE=0)")
 	}
 	before := keeperSettled(t)
-	late := execIn(t, s, runner.ExecRequest{Dir: "/tmp", Args: sh(`sleep 0.2; cd / && cd /tmp && cd /`)})
+	late := execIn(t, s, runner.ExecRequest{Dir: "/tmp", Args: sh(`sleep 0.2; for i in 1 2 3; do echo x > q$i; done`)})
 	if late.res.ExitCode != 0 {
 		t.Fatalf("exec failed: %+v", late.res)
 	}
 	if after := keeperSettled(t); after == before {
-		t.Fatalf("brokered calls %v into an exec did not wake the keeper: the exec's Quiet outlived awake.ExecQuiet (%v), or the broker no longer pokes it",
+		t.Fatalf("creates %v into an exec did not wake the keeper: the exec's Quiet outlived awake.ExecQuiet (%v), or the broker no longer pokes it before an install",
 			200*time.Millisecond, awake.ExecQuiet)
 	}
 	if !awake.Start() {
@@ -61,7 +61,7 @@ func TestIntegrationSessionExecQuietsKeeper(t *testing.T) {
 		}
 		quiet++
 		if after := keeperSettled(t); after != before {
-			t.Fatalf("an exec of true that took under %v spun the keeper %d times: the shim's brokered chdirs poked it during the exec's Quiet",
+			t.Fatalf("an exec of true that took under %v spun the keeper %d times: something poked it during the exec's Quiet",
 				awake.ExecQuiet, after-before)
 		}
 	}
