@@ -48,9 +48,10 @@ func cpuTicks(t *testing.T, d string) int {
 	return u + s
 }
 
-// TestKeeperSpinsOnlyWhilePoked: the keeper runs while Poke is called,
-// goes to sleep a Window after the last Poke, and then takes no CPU.
-func TestKeeperSpinsOnlyWhilePoked(t *testing.T) {
+// startedKeeper starts the process's keeper (skipping where there is
+// none) and returns its thread's /proc directory.
+func startedKeeper(t *testing.T) string {
+	t.Helper()
 	if os.Getenv("CORDON_KEEP_AWAKE") == "0" {
 		t.Skip("CORDON_KEEP_AWAKE=0 in the environment")
 	}
@@ -66,6 +67,13 @@ func TestKeeperSpinsOnlyWhilePoked(t *testing.T) {
 	if d == "" {
 		t.Fatal("Start reported a keeper, but no thread of this process runs at nice 19")
 	}
+	return d
+}
+
+// TestKeeperSpinsOnlyWhilePoked: the keeper runs while Poke is called,
+// goes to sleep a Window after the last Poke, and then takes no CPU.
+func TestKeeperSpinsOnlyWhilePoked(t *testing.T) {
+	d := startedKeeper(t)
 	// Poked: the keeper runs (state R) at some point.
 	running := false
 	for i := 0; i < 2000 && !running; i++ {

@@ -3,7 +3,6 @@
 package awake
 
 import (
-	"os"
 	"testing"
 	"time"
 )
@@ -28,20 +27,7 @@ func asleep(t *testing.T, d string) uint64 {
 // Quiets end with the last resume, resume is idempotent, and after it a
 // Poke wakes the keeper again.
 func TestQuietSilencesPokes(t *testing.T) {
-	if os.Getenv("CORDON_KEEP_AWAKE") == "0" {
-		t.Skip("CORDON_KEEP_AWAKE=0 in the environment")
-	}
-	if !Start() {
-		t.Skip("no keeper on this host: fewer than two CPUs in this thread's affinity mask")
-	}
-	d := keeperThread(t)
-	for i := 0; i < 500 && d == ""; i++ {
-		time.Sleep(10 * time.Millisecond)
-		d = keeperThread(t)
-	}
-	if d == "" {
-		t.Fatal("Start reported a keeper, but no thread of this process runs at nice 19")
-	}
+	d := startedKeeper(t)
 	// pokeFor pokes for dur, or until the keeper runs if untilRun.
 	pokeFor := func(dur time.Duration, untilRun bool) (ran bool) {
 		for end := time.Now().Add(dur); time.Now().Before(end) && !(untilRun && ran); {

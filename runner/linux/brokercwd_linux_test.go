@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/cordon-run/cordon/spec"
 )
 
 // TestIntegrationBrokerCwdTracked: a relative path starts at the kernel's
@@ -36,30 +38,22 @@ os.wait()
 os.close(os.open("p2", os.O_CREAT | os.O_WRONLY, 0o644))`)
 	want := []string{"a/x", "c/y", "c/z", "e/1", "e/2", "e/3", "p0", "a/p1", "a/p2"}
 	gone := []string{"b", "d", "x", "y", "z", "1", "2", "3", "p1", "p2", "c/x", "e/m"}
-	for _, strict := range []bool{false, true} {
-		name := "default"
-		if strict {
-			name = "strict_deny"
+	inBothModes(t, func(t *testing.T, sb *spec.Sandbox) {
+		out := run(t, sb, "", sh(script)...)
+		if out.res.ExitCode != 0 {
+			t.Fatalf("%+v %s", out.res, out.stderr)
 		}
-		t.Run(name, func(t *testing.T) {
-			sb := newSandbox(t)
-			sb.StrictDeny = strict
-			out := run(t, sb, "", sh(script)...)
-			if out.res.ExitCode != 0 {
-				t.Fatalf("%+v %s", out.res, out.stderr)
+		for _, p := range want {
+			if _, err := os.Lstat(filepath.Join(sb.Root, p)); err != nil {
+				t.Errorf("%s was not created where the kernel would create it: %v", p, err)
 			}
-			for _, p := range want {
-				if _, err := os.Lstat(filepath.Join(sb.Root, p)); err != nil {
-					t.Errorf("%s was not created where the kernel would create it: %v", p, err)
-				}
+		}
+		for _, p := range gone {
+			if _, err := os.Lstat(filepath.Join(sb.Root, p)); err == nil {
+				t.Errorf("%s exists: a relative path was resolved from a working directory kept too long", p)
 			}
-			for _, p := range gone {
-				if _, err := os.Lstat(filepath.Join(sb.Root, p)); err == nil {
-					t.Errorf("%s exists: a relative path was resolved from a working directory kept too long", p)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestIntegrationBrokerCwdMovedByHost is the kernel-path rule on the
@@ -72,6 +66,63 @@ os.close(os.open("p2", os.O_CREAT | os.O_WRONLY, 0o644))`)
 // resolved it from the old path, through the symlink, into the protected
 // directory, where it was refused.)
 func TestIntegrationBrokerCwdMovedByHost(t *testing.T) {
+	inBothModes(t, func(t *testing.T, sb *spec.Sandbox) {
+		ws := sb.Root
+		sb.Protect = append(sb.Protect, ws+"/**/guard")
+		script := `set -e
+mkdir w; cd w; : > 1
+while [ ! -e ` + ws + `/go ]; do sleep 0.02; done
+: > 2`
+		done := make(chan struct{})
+		hostDone := make(chan error, 1)
+		go func() {
+			for {
+				select {
+				case <-done:
+					hostDone <- nil
+					return
+				default:
+				}
+				if _, err := os.Lstat(filepath.Join(ws, "w/1")); err == nil {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			err := os.Rename(filepath.Join(ws, "w"), filepath.Join(ws, "w2"))
+			if err == nil {
+				err = os.Mkdir(filepath.Join(ws, "guard"), 0o755)
+			}
+			if err == nil {
+				err = os.Symlink("guard", filepath.Join(ws, "w"))
+			}
+			if err == nil {
+				err = os.WriteFile(filepath.Join(ws, "go"), nil, 0o644)
+			}
+			hostDone <- err
+		}()
+		out := run(t, sb, "", sh(script)...)
+		close(done)
+		if err := <-hostDone; err != nil {
+			t.Fatal(err)
+		}
+		ents, err := os.ReadDir(filepath.Join(ws, "guard"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ents) != 0 {
+			t.Fatalf("the protected directory has %d entries: %v", len(ents), ents[0].Name())
+		}
+		_, err = os.Lstat(filepath.Join(ws, "w2/2"))
+		if out.res.ExitCode != 0 || err != nil {
+			t.Fatalf("the create did not land in the renamed directory, where the kernel puts it: %+v %v %s", out.res, err, out.stderr)
+		}
+	})
+}
+
+// inBothModes runs f as a subtest on a new sandbox in the default mode and
+// again with strict_deny.
+func inBothModes(t *testing.T, f func(t *testing.T, sb *spec.Sandbox)) {
+	t.Helper()
 	for _, strict := range []bool{false, true} {
 		name := "default"
 		if strict {
@@ -80,55 +131,7 @@ func TestIntegrationBrokerCwdMovedByHost(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sb := newSandbox(t)
 			sb.StrictDeny = strict
-			ws := sb.Root
-			sb.Protect = append(sb.Protect, ws+"/**/guard")
-			script := `set -e
-mkdir w; cd w; : > 1
-while [ ! -e ` + ws + `/go ]; do sleep 0.02; done
-: > 2`
-			done := make(chan struct{})
-			hostDone := make(chan error, 1)
-			go func() {
-				for {
-					select {
-					case <-done:
-						hostDone <- nil
-						return
-					default:
-					}
-					if _, err := os.Lstat(filepath.Join(ws, "w/1")); err == nil {
-						break
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-				err := os.Rename(filepath.Join(ws, "w"), filepath.Join(ws, "w2"))
-				if err == nil {
-					err = os.Mkdir(filepath.Join(ws, "guard"), 0o755)
-				}
-				if err == nil {
-					err = os.Symlink("guard", filepath.Join(ws, "w"))
-				}
-				if err == nil {
-					err = os.WriteFile(filepath.Join(ws, "go"), nil, 0o644)
-				}
-				hostDone <- err
-			}()
-			out := run(t, sb, "", sh(script)...)
-			close(done)
-			if err := <-hostDone; err != nil {
-				t.Fatal(err)
-			}
-			ents, err := os.ReadDir(filepath.Join(ws, "guard"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(ents) != 0 {
-				t.Fatalf("the protected directory has %d entries: %v", len(ents), ents[0].Name())
-			}
-			_, err = os.Lstat(filepath.Join(ws, "w2/2"))
-			if out.res.ExitCode != 0 || err != nil {
-				t.Fatalf("the create did not land in the renamed directory, where the kernel puts it: %+v %v %s", out.res, err, out.stderr)
-			}
+			f(t, sb)
 		})
 	}
 }

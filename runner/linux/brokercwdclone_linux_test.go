@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/cordon-run/cordon/spec"
 )
 
 // rawThreadExec is a Python snippet (x86-64 machine code, as int80's) that
@@ -56,31 +58,23 @@ func TestIntegrationBrokerCwdRawThreadExec(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("no python3")
 	}
-	for _, strict := range []bool{false, true} {
-		name := "default"
-		if strict {
-			name = "strict_deny"
+	inBothModes(t, func(t *testing.T, sb *spec.Sandbox) {
+		out := run(t, sb, "", sh(py(rawThreadExec))...)
+		if out.res.ExitCode != 0 {
+			t.Fatalf("%+v %s", out.res, out.stderr)
 		}
-		t.Run(name, func(t *testing.T) {
-			sb := newSandbox(t)
-			sb.StrictDeny = strict
-			out := run(t, sb, "", sh(py(rawThreadExec))...)
-			if out.res.ExitCode != 0 {
-				t.Fatalf("%+v %s", out.res, out.stderr)
-			}
-			if _, err := os.Lstat(filepath.Join(sb.Root, "d2/leader")); err != nil {
-				t.Fatalf("the leader's create: %v", err)
-			}
-			if _, err := os.Lstat(filepath.Join(sb.Root, "d2/marker")); err == nil {
-				t.Error("d2/marker exists: the exec'd thread's relative create was resolved from its leader's kept working directory")
-			}
-			st, err := os.Lstat(filepath.Join(sb.Root, "d1/marker"))
-			if err != nil {
-				t.Fatalf("d1/marker, where the kernel creates it: %v", err)
-			}
-			if got := st.Mode().Perm(); got != 0o644 {
-				t.Errorf("d1/marker has mode %o, want 0644: the exec'd thread's create used its leader's kept umask", got)
-			}
-		})
-	}
+		if _, err := os.Lstat(filepath.Join(sb.Root, "d2/leader")); err != nil {
+			t.Fatalf("the leader's create: %v", err)
+		}
+		if _, err := os.Lstat(filepath.Join(sb.Root, "d2/marker")); err == nil {
+			t.Error("d2/marker exists: the exec'd thread's relative create was resolved from its leader's kept working directory")
+		}
+		st, err := os.Lstat(filepath.Join(sb.Root, "d1/marker"))
+		if err != nil {
+			t.Fatalf("d1/marker, where the kernel creates it: %v", err)
+		}
+		if got := st.Mode().Perm(); got != 0o644 {
+			t.Errorf("d1/marker has mode %o, want 0644: the exec'd thread's create used its leader's kept umask", got)
+		}
+	})
 }
