@@ -65,7 +65,7 @@ func brokeredSeccomp(c *configs.Seccomp, strict bool) *configs.Seccomp {
 	flagArg := map[string]uint{"open": 1, "openat": 2}
 	for _, n := range names {
 		if !strict {
-			if rules, fast := fdMetaFastPath(n); fast {
+			if rules, fast := metaFastPath(n); fast {
 				out.Syscalls = append(out.Syscalls, rules...)
 				continue
 			}
@@ -176,61 +176,83 @@ func watchClone(s *configs.Syscall) []*configs.Syscall {
 	return out
 }
 
-// fdMetaRiskyMode are the mode bits whose fchmod is still notified in the
+// metaRiskyMode are the mode bits whose chmod is still notified in the
 // default mode: execute (a hook made runnable), setuid and setgid (the
-// broker refuses them), and write for group and others (a file others
-// may then change). A mode with none of them only takes rights away or
-// gives the owner read or write, which the broker's refusal of every
-// writable open of a protected path already makes moot.
-const fdMetaRiskyMode = 0o7133
+// broker refuses them), sticky, and write for group and others (a file
+// others may then change). A mode with none of them takes bits away, or
+// gives the owner read or write (moot: every writable open of a protected
+// path is refused) or group and others read.
+const metaRiskyMode = 0o7133
 
-// fdMetaFastPath returns, for the calls that change the metadata of the
-// file behind a descriptor, the rules that keep them in the kernel in the
-// default mode (strict_deny notifies them all). tar makes three of them
-// per file it extracts (fchown, fchmod, futimens on the descriptor the
-// broker just installed for its create): each a round trip of its own,
-// they made untar three to four times as slow as the create alone. They
-// need no decision:
-//   - a protected path that exists at start is a read-only mount, so the
-//     kernel refuses each of them on a descriptor of it (EROFS), and a
-//     denied one is masked (its cover is read-only too);
+// metaModeArg is the index of the mode argument of each call that sets a
+// mode: fchmod(fd, mode), chmod(path, mode), fchmodat(dirfd, path, mode)
+// and fchmodat2(dirfd, path, mode, flags). Only the names this
+// architecture's broker performs get rules (arm64 has no chmod).
+var metaModeArg = map[string]uint{"fchmod": 1, "chmod": 1, "fchmodat": 2, "fchmodat2": 2}
+
+// metaFastPath returns, for the calls that change a file's times, owner
+// or mode (on a descriptor or by path), the rules that keep them in the
+// kernel in the default mode (strict_deny notifies them all). tar makes
+// three per file it extracts (fchown, fchmod, futimens on the descriptor
+// the broker just installed for its create), git clone one per object it
+// copies (utime on the path it just created): each a round trip of its
+// own, they made untar three to four times as slow as the create alone,
+// and a clone twice. They need no decision:
+//   - a protected path that exists at start is a read-only mount, and a
+//     denied one is covered by a read-only mask, so the kernel refuses
+//     each of them there (EROFS: the mount is checked before the owner);
+//     a path followed through a symlink, /proc/self/fd or a directory
+//     descriptor is resolved by the kernel in the sandbox's view, so it
+//     meets the same mount as any other way to the file;
 //   - every writable open of a protected or denied path is brokered and
 //     refused, so no descriptor the command holds was opened writable on
 //     one, and the broker refuses to link, rename or move one into reach;
-//   - fchown without CAP_CHOWN (the command has no capability) changes no
-//     owner, and a group only to one of the caller's own;
-//   - an fchmod whose mode has an execute, setid or group/other write bit
-//     is still notified (fdMetaRiskyMode), and so are fsetxattr and
-//     fremovexattr (a POSIX ACL written as an attribute can grant execute).
+//   - the command has no capability: chown changes no owner, and a group
+//     only to one of the command's own; a mode or explicit times only on
+//     a file the command owns, times to now also on one it may write;
+//   - a chmod whose mode has a bit of metaRiskyMode is still notified (the
+//     mode's argument is read: metaModeArg), and so are the *xattr calls
+//     (a POSIX ACL written as an attribute can grant execute); the 32-bit
+//     ABI's calls take the same rules (chmod, fchmodat and fchmodat2 have
+//     their mode at the same index there), and its names the native table
+//     lacks (chown32, lchown32, utimensat_time64) fail with ENOSYS
+//     (brokerENOSYS).
 //
-// What remains (docs/performance.md, "The descriptor fast path"): on a
+// What remains (docs/performance.md, "The metadata fast path"): on a
 // protected file that no read-only mount covers (a protect pattern's
 // match, a file the host created or renamed over a protected path
-// mid-run), opened for reading, the command may change the times, give
-// the group to another of its own groups, and take mode bits away or add
-// the owner's read or write bit.
-func fdMetaFastPath(name string) ([]*configs.Syscall, bool) {
+// mid-run, one the broker let git make), and on a denied file in the
+// moment before the deny watcher covers it, the command may change the
+// times (if it owns the file, or may write it and sets them to now), give
+// the group to another of its own groups, and, if it owns the file, take
+// mode bits away or add read for anyone or write for the owner. By path
+// it needs no read permission for that (on a descriptor it needed one
+// opened for reading), and AT_SYMLINK_NOFOLLOW reaches a symlink itself
+// (its times and group; Linux ignores a symlink's mode and refuses to
+// change it): a call that follows /proc/self/fd/N of an O_PATH descriptor
+// of the symlink reaches it anyway, so notifying the flag would close
+// nothing. cordon-oci's container may hold CAP_CHOWN and CAP_FOWNER: the
+// kernel then applies them to these calls (the broker acts without), and
+// its protected and denied paths are all read-only mounts (no patterns; a
+// missing one cannot be made), so nothing guarded changes there.
+func metaFastPath(name string) ([]*configs.Syscall, bool) {
 	switch name {
-	case "fchown":
+	case "fchown", "chown", "lchown", "fchownat", "utimensat", "futimesat", "utimes", "utime":
 		return []*configs.Syscall{{Name: name, Action: configs.Allow}}, true
-	case "utimensat", "futimesat":
-		// A NULL path acts on the descriptor (futimens); a path is brokered.
-		return []*configs.Syscall{
-			{Name: name, Action: configs.Notify, Args: []*configs.Arg{{Index: 1, Value: 0, Op: configs.NotEqualTo}}},
-			{Name: name, Action: configs.Allow, Args: []*configs.Arg{{Index: 1, Value: 0, Op: configs.EqualTo}}},
-		}, true
-	case "fchmod":
-		var rules []*configs.Syscall
-		for bit := uint64(1); bit <= fdMetaRiskyMode; bit <<= 1 {
-			if bit&fdMetaRiskyMode != 0 {
-				rules = append(rules, &configs.Syscall{Name: name, Action: configs.Notify,
-					Args: []*configs.Arg{{Index: 1, Value: bit, ValueTwo: bit, Op: configs.MaskEqualTo}}})
-			}
-		}
-		return append(rules, &configs.Syscall{Name: name, Action: configs.Allow,
-			Args: []*configs.Arg{{Index: 1, Value: fdMetaRiskyMode, ValueTwo: 0, Op: configs.MaskEqualTo}}}), true
 	}
-	return nil, false
+	idx, ok := metaModeArg[name]
+	if !ok {
+		return nil, false
+	}
+	var rules []*configs.Syscall
+	for bit := uint64(1); bit <= metaRiskyMode; bit <<= 1 {
+		if bit&metaRiskyMode != 0 {
+			rules = append(rules, &configs.Syscall{Name: name, Action: configs.Notify,
+				Args: []*configs.Arg{{Index: idx, Value: bit, ValueTwo: bit, Op: configs.MaskEqualTo}}})
+		}
+	}
+	return append(rules, &configs.Syscall{Name: name, Action: configs.Allow,
+		Args: []*configs.Arg{{Index: idx, Value: metaRiskyMode, ValueTwo: 0, Op: configs.MaskEqualTo}}}), true
 }
 
 // brokerPolicy refuses changes to the sandbox's deny and protect paths

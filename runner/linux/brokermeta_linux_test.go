@@ -44,10 +44,12 @@ func py(code string) string {
 // reading (fchmod, fchown, futimens, fsetxattr, fremovexattr), on a
 // protect pattern's match that no mount covers and on a deny pattern's
 // match. Each call is refused with the file's path from the broker's
-// record, and the host file is unchanged. fchown and futimens on a
-// descriptor stay in the kernel in the default mode (see
-// TestIntegrationBrokerFdMetaFastPath): their rows run with strict_deny,
-// which notifies them.
+// record, and the host file is unchanged. The time and owner calls, by
+// path and on a descriptor, stay in the kernel in the default mode (see
+// TestIntegrationBrokerFdMetaFastPath and
+// TestIntegrationBrokerPathMetaFastPath): their rows run with
+// strict_deny, which notifies them; the chmod rows add an execute bit,
+// which is notified in both modes.
 func TestIntegrationBrokerMetadataRefused(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("no python3")
@@ -82,7 +84,9 @@ func TestIntegrationBrokerMetadataRefused(t *testing.T) {
 		name, script, path string
 		amd64              bool
 	}
-	strict := map[string]bool{"fchown": true, "futimens": true}
+	strict := map[string]bool{"fchown": true, "futimens": true, "fchownat": true, "fchownat-nofollow": true,
+		"utimensat": true, "utimensat-now": true, "utimensat-deny": true,
+		"chown": true, "lchown": true, "utime": true, "utimes": true, "futimesat": true}
 	rows := []row{
 		{"chmod", "chmod 755 " + h, hook, false},
 		{"chmod-symlink", "chmod 755 lnk", hook, false},
