@@ -215,10 +215,10 @@ var metaModeArg = map[string]uint{"fchmod": 1, "chmod": 1, "fchmodat": 2, "fchmo
 //     (a POSIX ACL written as an attribute can grant execute); the 32-bit
 //     ABI's calls take the same rules (chmod, fchmodat and fchmodat2 have
 //     their mode at the same index there), and its names the native table
-//     lacks (chown32, lchown32, utimensat_time64) fail with ENOSYS
+//     lacks (chown32, lchown32, fchown32, utimensat_time64) fail with ENOSYS
 //     (brokerENOSYS).
 //
-// What remains (docs/performance.md, "The metadata fast path"): on a
+// What remains (docs/performance.md, "The descriptor fast path"): on a
 // protected file that no read-only mount covers (a protect pattern's
 // match, a file the host created or renamed over a protected path
 // mid-run, one the broker let git make), and on a denied file in the
