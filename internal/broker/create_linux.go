@@ -52,7 +52,7 @@ func (b *Broker) makeFile(c *call, l loc, flags int, mode uint32, guarded bool) 
 	if err != nil {
 		return fail(err), false, false
 	}
-	if moved(l) { // see landed
+	if c.moved(l) { // see landed
 		result{fd: fd, created: &l}.uncreate()
 		unix.Close(fd)
 		return result{}, true, false

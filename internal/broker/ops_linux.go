@@ -56,7 +56,8 @@ func ok(v int64) result     { return result{val: v, fd: -1} }
 // umask is the worker thread's umask as it last set it (-1: unknown).
 // seen says the caller's kept entry was found current by peek.
 func (b *Broker) handle(n *notif, holding bool, umask *int, seen bool) bool {
-	c := &call{b: b, n: n, pid: int(n.Pid), holding: holding, threadUmask: umask, fsSeen: seen}
+	// handle runs on a worker's thread, which unshared CLONE_FS (ownFS).
+	c := &call{b: b, n: n, pid: int(n.Pid), holding: holding, threadUmask: umask, fsSeen: seen, ownFS: true}
 	defer c.close()
 	b.umasks.settle(c.pid)
 	b.names.RLock() // publishing makes a name (see nameLock)
