@@ -17,22 +17,10 @@ import (
 // on the file (a write, an fstat and a stat) included. Compare with
 // BenchmarkNotifyFloor, the same child under a listener that does nothing.
 func BenchmarkBrokeredCreate(b *testing.B) {
-	benchBrokeredCreate(b, allowAll{})
-}
-
-// BenchmarkBrokeredCreateNoKeeper is BenchmarkBrokeredCreate with the
-// keeper off (as under limits.cpus): listener-cpu-µs/op is then the
-// broker's own work per call, which a loaded machine leaves steadier than
-// the wall time (the keeper's spinning is most of it otherwise).
-func BenchmarkBrokeredCreateNoKeeper(b *testing.B) {
-	benchBrokeredCreate(b, awakePolicy{keep: false})
-}
-
-func benchBrokeredCreate(b *testing.B, p Policy) {
 	cmd, out, listener := startChild(b, b.TempDir(), b.N)
 	b.ResetTimer()
 	cpu := startCPU()
-	br := Start(listener, p, Creds{})
+	br := Start(listener, allowAll{}, Creds{})
 	if err := cmd.Wait(); err != nil {
 		b.Fatalf("the child's creates went wrong: %v\n%s", err, out.String())
 	}
