@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -137,6 +139,53 @@ func BenchmarkCwdRead(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkParentPath: what a create pays to read its parent directory's
+// path twice (the decision's read and the read-back after the create,
+// call.moved), per way: the readlink of /proc/self/fd/N twice (fdPath,
+// before) and call.dirPath on a worker's thread (fchdir and getcwd, then
+// getcwd alone). The directory is five components below the root.
+func BenchmarkParentPath(b *testing.B) {
+	dir := b.TempDir() + "/a/b/c/d"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(fd)
+	rows := []struct {
+		name string
+		read func(c *call) (string, error)
+	}{
+		{"readlink", func(*call) (string, error) { return fdPath(fd) }},
+		{"getcwd", func(c *call) (string, error) { return c.dirPath(fd) }},
+	}
+	for _, r := range rows {
+		b.Run(r.name, func(b *testing.B) {
+			done := make(chan struct{})
+			go func() { // a worker's thread: see onOwnFS
+				defer close(done)
+				runtime.LockOSThread()
+				if err := unix.Unshare(unix.CLONE_FS); err != nil {
+					b.Error(err)
+					return
+				}
+				for b.Loop() {
+					c := &call{ownFS: true, fds: []int{fd}}
+					for range 2 {
+						if _, err := r.read(c); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}
+			}()
+			<-done
 		})
 	}
 }

@@ -310,6 +310,11 @@ func (b *Broker) worker() {
 	b.tids = append(b.tids, unix.Gettid())
 	b.mu.Unlock()
 	ok := unix.Unshare(unix.CLONE_FS) == nil
+	if ok {
+		// Its working directory is a sandbox directory after a call
+		// (call.dirPath): let go of it before Stop returns.
+		defer func() { _ = unix.Chdir("/") }()
+	}
 	if ok && b.creds.Set {
 		ok = dropTo(b.creds) == nil
 	}

@@ -56,7 +56,8 @@ func ok(v int64) result     { return result{val: v, fd: -1} }
 // umask is the worker thread's umask as it last set it (-1: unknown).
 // seen says the caller's kept entry was found current by peek.
 func (b *Broker) handle(n *notif, holding bool, umask *int, seen bool) bool {
-	c := &call{b: b, n: n, pid: int(n.Pid), holding: holding, threadUmask: umask, fsSeen: seen}
+	// handle runs on a worker's thread, which unshared CLONE_FS (ownFS).
+	c := &call{b: b, n: n, pid: int(n.Pid), holding: holding, threadUmask: umask, fsSeen: seen, ownFS: true}
 	defer c.close()
 	b.umasks.settle(c.pid)
 	b.names.RLock() // publishing makes a name (see nameLock)
@@ -161,7 +162,7 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 		}
 		r, again, done := b.createFirst(c, l, flags, mode)
 		if again {
-			continue
+			return retry() // see retryOpen
 		}
 		if done {
 			return r
@@ -222,10 +223,7 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 				var r result
 				var locked bool
 				if unlockBare, r, locked = b.bareLock(c, op, l); !locked {
-					if r.again {
-						continue
-					}
-					return r
+					return r // r.again: see retryOpen
 				}
 				if rule := b.bareWrite(c, l); rule != "" {
 					unlockBare()
@@ -245,7 +243,7 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 		case err == unix.ENOENT && flags&unix.O_CREAT != 0:
 			r, again := b.create(c, op, l, flags, mode)
 			if again {
-				continue
+				return retry() // see retryOpen
 			}
 			return r
 		default:
@@ -254,6 +252,16 @@ func (b *Broker) open(c *call, op string, dirfd int32, pathAddr uint64, flags in
 	}
 	return fail(unix.ELOOP)
 }
+
+// retryOpen: an open whose directory moved while it was decided and made
+// (call.moved: the host, or another sandbox on the workspace, renamed it),
+// or whose name changed meanwhile, is run again from its arguments
+// (handle), not from the path it had built: a relative path starts again
+// at the caller's working directory, read again, which the kernel moved
+// with the directory. Resolved again from the old path, it went where the
+// old name leads now (a symlink the host put there, into a protected
+// directory: refused, where the kernel's own create had succeeded).
+// TestBrokerCreateCwdMovedAfterCreate.
 
 // --- names ---------------------------------------------------------------
 

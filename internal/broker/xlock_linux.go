@@ -154,6 +154,12 @@ func moved(l loc) bool {
 	return err != nil || strings.TrimSuffix(dir, "/")+"/"+l.name != l.path
 }
 
+// moved is moved(l) with the directory's path read by c.dirPath.
+func (c *call) moved(l loc) bool {
+	dir, err := c.dirPath(l.dir)
+	return err != nil || strings.TrimSuffix(dir, "/")+"/"+l.name != l.path
+}
+
 // retry is the answer for a call whose directory moved before its lock
 // was taken: handle runs it again from its arguments.
 func retry() result { return result{fd: -1, again: true} }
