@@ -35,7 +35,8 @@ import (
 // the audit log. A container with an allow list has the same supervisor
 // for its network guard (network_linux.go); with the allow list alone it
 // has no broker: no listener, its profile as the spec gives it, and create
-// hands the supervisor a pidfd of the init and the guard's device only.
+// hands the supervisor a pidfd of the init and the guard's device only,
+// starting it once it has (guardonly_linux.go).
 // The supervisor ends with the container's init; delete ends it too and
 // removes its socket.
 
@@ -226,20 +227,16 @@ func hostID(m []specs.LinuxIDMapping, id uint32, kind string) (int, error) {
 	return -1, fmt.Errorf("%w: the process's %s %d is not mapped by the spec's user namespace; fix: map it in linux.%sMappings", ErrUsage, kind, id, kind)
 }
 
-// startBroker binds the listener socket of the container (sock; "": the
-// guard only, no listener) and starts the supervisor, before the
-// container is created. create does not wait for the supervisor: the gate
-// it returns (handoff_linux.go) takes the init's descriptor, lets the
-// init's last call through and hands the container over, while the
-// supervisor starts. stop ends the supervisor once the container is
+// startBroker binds the listener socket of the container and starts the
+// supervisor, before the container is created. create does not wait for
+// the supervisor: the gate it returns (handoff_linux.go) takes the init's
+// descriptor, lets the init's last call through and hands the container
+// over, while the supervisor starts. stop ends the supervisor once the container is
 // destroyed.
 func startBroker(g *globals, sock string, cfg brokerConfig) (pid int, gt *gate, stop func(), err error) {
 	// The state root, as libcontainer.Create makes it.
 	if err := os.MkdirAll(g.root, 0o700); err != nil {
 		return 0, nil, nil, fmt.Errorf("the state root: %w", err)
-	}
-	if sock == "" {
-		return startGuardOnly(g, cfg)
 	}
 	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return 0, nil, nil, fmt.Errorf("the broker's socket: %w", err)
@@ -273,23 +270,6 @@ func startBroker(g *globals, sock string, cfg brokerConfig) (pid int, gt *gate, 
 		return fail(err)
 	}
 	return pid, newGate(cfg, l, mine), stopper(pid, removeSocket), nil
-}
-
-// startGuardOnly starts the supervisor of a container with an allow list
-// and no broker: its gate hands over the init and the guard's device,
-// with no listener.
-func startGuardOnly(g *globals, cfg brokerConfig) (int, *gate, func(), error) {
-	mine, theirs, err := handoffPair()
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	pid, err := spawnBroker(g, theirs, cfg)
-	theirs.Close()
-	if err != nil {
-		mine.Close()
-		return 0, nil, nil, err
-	}
-	return pid, newGate(cfg, nil, mine), stopper(pid, func() {}), nil
 }
 
 // handoffPair is the handoff socket's two ends: create's and the
@@ -473,6 +453,9 @@ func createSupervised(g *globals, id string, s *specs.Spec, cfg *configs.Config,
 	bc := brokerConfig{ID: id, Deny: b.Deny, Protect: b.Protect, Allow: b.Allow, Audit: b.Audit, Creds: creds}
 	if s.Process != nil {
 		bc.Command = s.Process.Args
+	}
+	if sock == "" {
+		return createGuarded(g, id, cfg, bc)
 	}
 	if b.Audit != "" {
 		if err := checkAuditPath(g.auditDir, b.Audit); err != nil {

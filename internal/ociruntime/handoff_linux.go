@@ -31,7 +31,8 @@ import (
 // broker and so no listener and no notified call to hold its init by:
 // create makes the device once libcontainer's Start has returned (the
 // init then waits at its exec FIFO, which only start, or run after the
-// handoff, opens) and hands over a pidfd of the init and the device only.
+// handoff, opens), hands over a pidfd of the init and the device only,
+// and only then starts the supervisor (guardonly_linux.go).
 
 // handoff is the message create sends with its descriptors: a pidfd of
 // the init, then (Broker) the listener and the init's seccomp descriptor,
@@ -59,6 +60,10 @@ type gate struct {
 	cfg  brokerConfig
 	l    *net.UnixListener // nil: the guard only
 	hand *os.File          // create's end of the handoff socket
+	// peer and late, without a broker: the supervisor's end, and what
+	// starts the supervisor with it once the container is handed over.
+	peer *os.File
+	late func(peer *os.File) error
 	done chan error
 	// early is the guard's device made ahead (earlytun_linux.go).
 	early earlyOf
@@ -87,6 +92,7 @@ func (g *gate) wait(pid int) error {
 func (g *gate) cancel() {
 	if g.l == nil {
 		g.hand.Close()
+		g.closePeer()
 		g.dropEarly()
 		return
 	}
@@ -98,6 +104,7 @@ func (g *gate) cancel() {
 // a pidfd of it and the guard's device in its namespace.
 func (g *gate) passGuard(pid int) error {
 	defer g.hand.Close()
+	defer g.closePeer()
 	defer g.dropEarly()
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
@@ -109,7 +116,19 @@ func (g *gate) passGuard(pid int) error {
 		return fmt.Errorf("cordon-oci supervisor: %w", err)
 	}
 	defer dev.Close()
-	return g.send(handoff{Pid: pid}, []int{pidfd}, dev)
+	if err := g.send(handoff{Pid: pid}, []int{pidfd}, dev); err != nil {
+		return err
+	}
+	if g.late != nil {
+		return g.late(g.peer)
+	}
+	return nil
+}
+
+func (g *gate) closePeer() {
+	if g.peer != nil {
+		g.peer.Close()
+	}
 }
 
 func (g *gate) pass() error {
