@@ -3,8 +3,8 @@
 # runtime against the same with runc, alternating run by run in one pass
 # (issue 25's goal: cordon-oci at most 1.2x runc), and cordon-oci with
 # run.cordon.network.allow against cordon-oci without (the goal: at most
-# 3 ms slower: the supervisor, the broker's filter and the network
-# guard's device). The image is a static
+# 3 ms slower: the supervisor and the network guard's device; an allow
+# list alone has no broker, so no filter of its own). The image is a static
 # busybox imported into a podman storage of the bench's own (vfs, no
 # network), so nothing is fetched and nothing is shared.
 #

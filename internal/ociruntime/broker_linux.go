@@ -32,8 +32,13 @@ import (
 // hands it over (handoff_linux.go) to a per-container supervisor
 // (cordon-oci __broker, supervisor_linux.go), which serves each with
 // internal/broker and writes each refusal, typed, to the runtime log and
-// the audit log. The supervisor ends with the container's init; delete
-// ends it too and removes its socket.
+// the audit log. A container with an allow list has the same supervisor
+// for its network guard (network_linux.go); with the allow list alone it
+// has no broker: no listener, its profile as the spec gives it, and create
+// hands the supervisor a pidfd of the init and the guard's device only,
+// starting it once it has (guardonly_linux.go).
+// The supervisor ends with the container's init; delete ends it too and
+// removes its socket.
 
 const (
 	brokerPidFile = "cordon-broker.pid"
@@ -53,9 +58,20 @@ type brokerConfig struct {
 	Command []string     `json:"command,omitempty"`
 }
 
-// brokered reports whether b needs the broker.
+// needsSupervisor reports whether b needs a supervisor: the broker's (deny,
+// protect, audit) or the network guard's (an allow list).
+func needsSupervisor(b Boundary) bool {
+	return brokered(b) || len(b.Allow) > 0
+}
+
+// brokered reports whether b needs the broker and its filter: deny,
+// protect and audit decide (or record) the container's path-changing
+// calls. An allow list alone does not: the guard stands in front of the
+// container's network namespace and sees its packets, never its calls, so
+// such a container keeps its seccomp profile exactly as the spec gives it
+// (TestOCIAllowListUnbrokered).
 func brokered(b Boundary) bool {
-	return len(b.Deny) > 0 || len(b.Protect) > 0 || b.Audit != "" || len(b.Allow) > 0
+	return len(b.Deny) > 0 || len(b.Protect) > 0 || b.Audit != ""
 }
 
 // brokerSocketPath is the listener path of container id: beside the
@@ -215,8 +231,8 @@ func hostID(m []specs.LinuxIDMapping, id uint32, kind string) (int, error) {
 // supervisor, before the container is created. create does not wait for
 // the supervisor: the gate it returns (handoff_linux.go) takes the init's
 // descriptor, lets the init's last call through and hands the container
-// over, while the supervisor starts. stop ends the supervisor once the
-// container is destroyed.
+// over, while the supervisor starts. stop ends the supervisor once the container is
+// destroyed.
 func startBroker(g *globals, sock string, cfg brokerConfig) (pid int, gt *gate, stop func(), err error) {
 	// The state root, as libcontainer.Create makes it.
 	if err := os.MkdirAll(g.root, 0o700); err != nil {
@@ -243,11 +259,10 @@ func startBroker(g *globals, sock string, cfg brokerConfig) (pid int, gt *gate, 
 	if err := os.Chmod(sock, 0o600); err != nil {
 		return fail(fmt.Errorf("the broker's socket: %w", err))
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	mine, theirs, err := handoffPair()
 	if err != nil {
-		return fail(fmt.Errorf("the broker's handoff socket: %w", err))
+		return fail(err)
 	}
-	mine, theirs := os.NewFile(uintptr(fds[0]), "handoff"), os.NewFile(uintptr(fds[1]), "handoff")
 	pid, err = spawnBroker(g, theirs, cfg)
 	theirs.Close()
 	if err != nil {
@@ -255,6 +270,16 @@ func startBroker(g *globals, sock string, cfg brokerConfig) (pid int, gt *gate, 
 		return fail(err)
 	}
 	return pid, newGate(cfg, l, mine), stopper(pid, removeSocket), nil
+}
+
+// handoffPair is the handoff socket's two ends: create's and the
+// supervisor's.
+func handoffPair() (mine, theirs *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the broker's handoff socket: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "handoff"), os.NewFile(uintptr(fds[1]), "handoff"), nil
 }
 
 // spawnBroker starts the supervisor, with the handoff socket as its fd 3.
@@ -406,16 +431,20 @@ type supervised struct {
 	stop func() // ends the supervisor once the container is destroyed
 }
 
-// createBrokered starts the container's supervisor and makes the
-// container with the broker's filter. The audit log's start record is written
+// createSupervised starts the container's supervisor and makes the
+// container, with the broker's filter where b is brokered (else with the
+// spec's profile as it is). The audit log's start record is written
 // first, so that a log that cannot be written fails create.
-func createBrokered(g *globals, id string, s *specs.Spec, cfg *configs.Config, b Boundary) (*libcontainer.Container, *supervised, error) {
-	sock, err := brokerSocketPath(g, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	if cfg.Seccomp, err = brokerSeccomp(cfg.Seccomp, sock); err != nil {
-		return nil, nil, err
+func createSupervised(g *globals, id string, s *specs.Spec, cfg *configs.Config, b Boundary) (*libcontainer.Container, *supervised, error) {
+	var sock string
+	if brokered(b) {
+		var err error
+		if sock, err = brokerSocketPath(g, id); err != nil {
+			return nil, nil, err
+		}
+		if cfg.Seccomp, err = brokerSeccomp(cfg.Seccomp, sock); err != nil {
+			return nil, nil, err
+		}
 	}
 	creds, err := brokerCreds(s)
 	if err != nil {
@@ -424,6 +453,9 @@ func createBrokered(g *globals, id string, s *specs.Spec, cfg *configs.Config, b
 	bc := brokerConfig{ID: id, Deny: b.Deny, Protect: b.Protect, Allow: b.Allow, Audit: b.Audit, Creds: creds}
 	if s.Process != nil {
 		bc.Command = s.Process.Args
+	}
+	if sock == "" {
+		return createGuarded(g, id, cfg, bc)
 	}
 	if b.Audit != "" {
 		if err := checkAuditPath(g.auditDir, b.Audit); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -51,9 +52,10 @@ func TestNamesState(t *testing.T) {
 }
 
 // TestEarlyTun: the device is made in the namespace of the pid the state
-// names, as soon as state.json names it; the gate takes it for that pid,
-// and one made for another pid is closed, its device gone from the
-// namespace (nothing is left when the container fails first).
+// names, as soon as state.json names it (the test waits until it is
+// there, before any take); the gate takes it for that pid, and one made
+// for another pid is closed, its device gone from the namespace (nothing
+// is left when the container fails first).
 func TestEarlyTun(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the init's network namespace (the rootless lane makes it through podman)")
@@ -87,6 +89,9 @@ func TestEarlyTun(t *testing.T) {
 			if err := os.Rename(tmp, filepath.Join(dir, "state.json")); err != nil {
 				t.Fatal(err)
 			}
+			for !hasTun(t, pid) {
+				time.Sleep(time.Millisecond)
+			}
 			dev := e.take(pid + tc.offset)
 			if (dev != nil) != tc.want {
 				t.Fatalf("take: device %v, want one: %v", dev != nil, tc.want)
@@ -95,12 +100,8 @@ func TestEarlyTun(t *testing.T) {
 				dev.Close()
 				return
 			}
-			links, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/net/dev")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.Contains(string(links), netguard.TunName) {
-				t.Fatalf("the device made ahead is left in the namespace:\n%s", links)
+			if hasTun(t, pid) {
+				t.Fatal("the device made ahead is left in the namespace")
 			}
 		})
 	}
@@ -116,5 +117,59 @@ func TestEarlyTunNoState(t *testing.T) {
 	if dev := e.take(1); dev != nil {
 		dev.Close()
 		t.Fatal("take: a device without a state")
+	}
+}
+
+// hasTun reports whether the network namespace of pid has the guard's
+// device.
+func hasTun(t *testing.T, pid int) bool {
+	t.Helper()
+	links, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/net/dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(string(links), netguard.TunName)
+}
+
+// TestEarlyTunTakenFirst: a take before the state names the init claims
+// the device for the gate: it returns none at once (the gate makes it,
+// with the pid it has, instead of waiting for the watch to read the
+// state), and the watch, claimed, makes none.
+func TestEarlyTunTakenFirst(t *testing.T) {
+	dir := t.TempDir()
+	e := watchState(dir, []string{"example.com:443"})
+	if e == nil {
+		t.Fatal("watchState: the directory was not watched")
+	}
+	if dev := e.take(os.Getpid()); dev != nil {
+		dev.Close()
+		t.Fatal("take: a device before the state named the init")
+	}
+	if !e.claimed.Load() {
+		t.Fatal("take did not claim the device")
+	}
+}
+
+// TestInitPidOf: the init's pid is libcontainer's top-level
+// init_process_pid, wherever it stands; the same key inside the config
+// (a sysctl, say) is not taken, and a state without it, or not JSON, is 0.
+func TestInitPidOf(t *testing.T) {
+	for _, tc := range []struct {
+		name, state string
+		want        int
+	}{
+		{"as libcontainer writes it", `{"id":"c","init_process_pid":42,"init_process_start":7,"config":{"rootfs":"/r"}}`, 42},
+		{"after the config", `{"id":"c","config":{"sysctl":{"init_process_pid":"7"},"labels":["init_process_pid=9"]},"init_process_pid":43}`, 43},
+		{"only inside the config", `{"id":"c","config":{"sysctl":{"init_process_pid":7}}}`, 0},
+		{"none yet", `{"id":"c","init_process_pid":0}`, 0},
+		{"not an object", `[{"init_process_pid":5}]`, 0},
+		{"cut short", `{"id":"c","init_pro`, 0},
+		{"a string pid", `{"init_process_pid":"5"}`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := initPidOf(strings.NewReader(tc.state)); got != tc.want {
+				t.Errorf("initPidOf(%s) = %d, want %d", tc.state, got, tc.want)
+			}
+		})
 	}
 }

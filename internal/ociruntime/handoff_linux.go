@@ -26,17 +26,27 @@ import (
 // its packets wait in the tun device's queue, the only route out of its
 // namespace: nothing passes unguarded. A supervisor that dies drops
 // them: the calls fail (ENOSYS) and the device, with its routes, is gone.
+//
+// A container with an allow list and no deny, protect or audit has no
+// broker and so no listener and no notified call to hold its init by:
+// create makes the device once libcontainer's Start has returned (the
+// init then waits at its exec FIFO, which only start, or run after the
+// handoff, opens), hands over a pidfd of the init and the device only,
+// and only then starts the supervisor (guardonly_linux.go).
 
-// handoff is the message create sends with its descriptors: the listener,
-// the init's seccomp descriptor, a pidfd of the init, then (with an allow
-// list) the tun device, DNS sockets and forwards.
+// handoff is the message create sends with its descriptors: a pidfd of
+// the init, then (Broker) the listener and the init's seccomp descriptor,
+// then (with an allow list) the tun device, DNS sockets and forwards.
 type handoff struct {
-	Pid     int `json:"pid"`
-	DNS     int `json:"dns"`
-	Forward int `json:"forward"`
+	Pid     int  `json:"pid"`
+	Broker  bool `json:"broker,omitempty"`
+	Tun     bool `json:"tun,omitempty"`
+	DNS     int  `json:"dns"`
+	Forward int  `json:"forward"`
 }
 
-// handed is what the supervisor receives.
+// handed is what the supervisor receives (l nil and seccompFD -1: no
+// broker).
 type handed struct {
 	l         *net.UnixListener
 	seccompFD int
@@ -44,11 +54,16 @@ type handed struct {
 	dev       *netguard.Device
 }
 
-// gate is create's side: it runs beside libcontainer's Start.
+// gate is create's side: with a broker it runs beside libcontainer's
+// Start; without one (l nil) it runs once Start has returned.
 type gate struct {
 	cfg  brokerConfig
-	l    *net.UnixListener
-	hand *os.File // create's end of the handoff socket
+	l    *net.UnixListener // nil: the guard only
+	hand *os.File          // create's end of the handoff socket
+	// peer and late, without a broker: the supervisor's end, and what
+	// starts the supervisor with it once the container is handed over.
+	peer *os.File
+	late func(peer *os.File) error
 	done chan error
 	// early is the guard's device made ahead (earlytun_linux.go).
 	early earlyOf
@@ -56,19 +71,64 @@ type gate struct {
 
 func newGate(cfg brokerConfig, l *net.UnixListener, hand *os.File) *gate {
 	g := &gate{cfg: cfg, l: l, hand: hand, done: make(chan error, 1)}
-	go func() { g.done <- g.pass() }()
+	if l != nil {
+		go func() { g.done <- g.pass() }()
+	}
 	return g
 }
 
 // wait returns once the supervisor has what it serves, or the reason it
-// never will (the container must then not run).
-func (g *gate) wait() error { return <-g.done }
+// never will (the container must then not run). pid is the init's, which
+// Start has started.
+func (g *gate) wait(pid int) error {
+	if g.l == nil {
+		return g.passGuard(pid)
+	}
+	return <-g.done
+}
 
 // cancel ends a gate whose container failed before its init sent the
-// descriptor.
+// descriptor (or, without a broker, before it was handed over).
 func (g *gate) cancel() {
+	if g.l == nil {
+		g.hand.Close()
+		g.closePeer()
+		g.dropEarly()
+		return
+	}
 	g.l.Close()
 	<-g.done
+}
+
+// passGuard hands over the init pid of a container with the guard only:
+// a pidfd of it and the guard's device in its namespace.
+func (g *gate) passGuard(pid int) error {
+	defer g.hand.Close()
+	defer g.closePeer()
+	defer g.dropEarly()
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return fmt.Errorf("cordon-oci supervisor: watch the init %d: %w", pid, err)
+	}
+	defer unix.Close(pidfd)
+	dev, err := g.tunOf(pid)
+	if err != nil {
+		return fmt.Errorf("cordon-oci supervisor: %w", err)
+	}
+	defer dev.Close()
+	if err := g.send(handoff{Pid: pid}, []int{pidfd}, dev); err != nil {
+		return err
+	}
+	if g.late != nil {
+		return g.late(g.peer)
+	}
+	return nil
+}
+
+func (g *gate) closePeer() {
+	if g.peer != nil {
+		g.peer.Close()
+	}
 }
 
 func (g *gate) pass() error {
@@ -110,10 +170,13 @@ func (g *gate) pass() error {
 		return fmt.Errorf("cordon-oci broker: the listener: %w", err)
 	}
 	defer lf.Close()
-	h := handoff{Pid: pid}
-	fds := []int{int(lf.Fd()), fd, pidfd}
+	return g.send(handoff{Pid: pid, Broker: true}, []int{pidfd, int(lf.Fd()), fd}, dev)
+}
+
+// send hands the supervisor h with fds, then dev's (nil: none).
+func (g *gate) send(h handoff, fds []int, dev *netguard.Device) error {
 	if dev != nil {
-		h.DNS, h.Forward = len(dev.DNS), len(dev.Forward)
+		h.Tun, h.DNS, h.Forward = true, len(dev.DNS), len(dev.Forward)
 		fds = append(fds, int(dev.Tun.Fd()))
 		for _, f := range append(dev.DNS, dev.Forward...) {
 			fds = append(fds, int(f.Fd()))
@@ -192,30 +255,38 @@ func recvHandoff(sock *os.File) (handed, error) {
 			fds = append(fds, got...)
 		}
 	}
-	var h handoff
-	jerr := json.Unmarshal(buf[:n], &h)
-	want := 3
-	if h.DNS+h.Forward > 0 || len(fds) > 3 {
-		want = 4 + h.DNS + h.Forward
-	}
-	if perr != nil || jerr != nil || len(fds) != want {
+	closeAll := func(fds []int) {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
+	}
+	var h handoff
+	jerr := json.Unmarshal(buf[:n], &h)
+	want := 1
+	if h.Broker {
+		want += 2
+	}
+	if h.Tun {
+		want += 1 + h.DNS + h.Forward
+	}
+	if perr != nil || jerr != nil || len(fds) != want || (!h.Broker && !h.Tun) {
+		closeAll(fds)
 		return out, fmt.Errorf("the handoff: malformed (%d descriptors, %v %v)", len(fds), perr, jerr)
 	}
-	l, err := net.FileListener(os.NewFile(uintptr(fds[0]), "broker-listener"))
-	unix.Close(fds[0])
-	if err != nil {
-		for _, fd := range fds[1:] {
-			unix.Close(fd)
+	out.pidfd, fds = fds[0], fds[1:]
+	if h.Broker {
+		l, err := net.FileListener(os.NewFile(uintptr(fds[0]), "broker-listener"))
+		unix.Close(fds[0])
+		if err != nil {
+			unix.Close(out.pidfd)
+			closeAll(fds[1:])
+			return handed{seccompFD: -1, pidfd: -1}, fmt.Errorf("the handoff's listener: %w", err)
 		}
-		return out, fmt.Errorf("the handoff's listener: %w", err)
+		out.l, out.seccompFD, fds = l.(*net.UnixListener), fds[1], fds[2:]
 	}
-	out.l, out.seccompFD, out.pidfd = l.(*net.UnixListener), fds[1], fds[2]
-	if len(fds) > 3 {
-		d := &netguard.Device{Tun: os.NewFile(uintptr(fds[3]), "/dev/net/tun"), EndsWithNamespace: true}
-		for i, fd := range fds[4:] {
+	if h.Tun {
+		d := &netguard.Device{Tun: os.NewFile(uintptr(fds[0]), "/dev/net/tun"), EndsWithNamespace: true}
+		for i, fd := range fds[1:] {
 			if i < h.DNS {
 				d.DNS = append(d.DNS, os.NewFile(uintptr(fd), "dns"))
 			} else {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -112,14 +113,17 @@ func TestOCICtrNetworkAllow(t *testing.T) {
 
 // TestOCINetworkSlowSupervisor holds the allow list while the supervisor
 // is still starting: create hands the container over without waiting for
-// it (handoff_linux.go), and this test binary's cordon-oci (built with
-// cordon_testhooks) sleeps 2 s before its supervisor does anything. The
-// container's first action connects to the allowed port and then to a
-// port the list does not name: the first waits in the guard's device and
-// is let through once the guard is up, the second is refused, typed in the
-// audit log, and never reached. The container's first action is checked to
-// come before the supervisor was ready (the host's uptime, which both
-// see). Root and rootless podman.
+// it (handoff_linux.go; with the allow list alone it starts the supervisor
+// only after the handoff, guardonly_linux.go), and this test binary's
+// cordon-oci (built with cordon_testhooks) sleeps 2 s before its
+// supervisor does anything. The container's first action connects to the
+// allowed port and then to a port the list does not name: the first waits
+// in the guard's device and is let through once the guard is up, the
+// second is refused, typed in the audit log (brokered, with
+// run.cordon.audit) or the runtime log (the allow list alone), and never
+// reached. The container's first action is checked to come before the
+// supervisor was ready (the host's uptime, which both see). Root and
+// rootless podman.
 func TestOCINetworkSlowSupervisor(t *testing.T) {
 	requirePodmanUser(t)
 	delay := filepath.Join(filepath.Dir(resolvedOCIBin(t)), "cordon-oci-test-supervisor-delay")
@@ -127,35 +131,49 @@ func TestOCINetworkSlowSupervisor(t *testing.T) {
 		t.Skipf("the test binary's directory is not writable (%v)", err)
 	}
 	ready := filepath.Join(filepath.Dir(delay), "cordon-oci-test-supervisor-ready")
-	os.Remove(ready)
 	t.Cleanup(func() { os.Remove(delay); os.Remove(ready) })
 	p := newPodman(t)
 	h := nettest.NewHost(t, "allowed.test")
 	addr := h.Addr.String()
-	auditLog := filepath.Join(p.auditDir, "slow.jsonl")
-	flags := []string{"--annotation", fmt.Sprintf("run.cordon.network.allow=%s:%d", addr, h.HTTPPort), "--annotation", "run.cordon.audit=" + auditLog}
-	script := "cut -d' ' -f1 /proc/uptime; " + netScript(addr, h.HTTPPort) + "; echo next; " + netScript(addr, h.HTTPSPort) + "; : " + testMarker
-	args := append(p.runArgs(append([]string{"--rm"}, flags...)...), p.image, "sh", "-c", script)
-	r := p.run(t, args...)
-	started, rest, _ := strings.Cut(r.stdout, "\n")
-	if r.code != 0 || rest != "reached\nnext\n" {
-		t.Fatalf("exit %d stdout %q stderr %q; want the allowed server reached and the other refused", r.code, r.stdout, r.stderr)
-	}
-	b, err := os.ReadFile(ready)
-	if err != nil {
-		t.Fatalf("the supervisor never slowed (is the binary built with -tags cordon_testhooks?): %v", err)
-	}
-	up, _, _ := strings.Cut(string(b), " ")
-	if s, u := parseSeconds(t, started), parseSeconds(t, up); s >= u {
-		t.Errorf("the container started at %.2f s, after its supervisor was ready at %.2f s: create waited for it", s, u)
-	}
-	var denied bool
-	for _, rec := range readJSONLines(t, auditLog) {
-		n, _ := rec["network"].(map[string]any)
-		denied = denied || (rec["event"] == "net" && n != nil && n["decision"] == "deny" && fmt.Sprint(n["port"]) == fmt.Sprint(h.HTTPSPort))
-	}
-	if !denied {
-		t.Errorf("the audit log lacks the refused connection to port %d", h.HTTPSPort)
+	for _, audited := range []bool{true, false} {
+		t.Run(map[bool]string{true: "audited", false: "allow list alone"}[audited], func(t *testing.T) {
+			os.Remove(ready)
+			logPath := filepath.Join(p.auditDir, "slow.jsonl")
+			if !audited {
+				logPath = filepath.Join(p.dir, "slow-runtime.jsonl")
+			}
+			q := *p
+			flags := []string{"--annotation", fmt.Sprintf("run.cordon.network.allow=%s:%d", addr, h.HTTPPort)}
+			if audited {
+				flags = append(flags, "--annotation", "run.cordon.audit="+logPath)
+			} else {
+				q.base = append(slices.Clone(p.base), "--runtime-flag", "log="+logPath, "--runtime-flag", "log-format=json")
+			}
+			script := "cut -d' ' -f1 /proc/uptime; " + netScript(addr, h.HTTPPort) + "; echo next; " + netScript(addr, h.HTTPSPort) + "; : " + testMarker
+			args := append(q.runArgs(append([]string{"--rm"}, flags...)...), q.image, "sh", "-c", script)
+			r := q.run(t, args...)
+			started, rest, _ := strings.Cut(r.stdout, "\n")
+			if r.code != 0 || rest != "reached\nnext\n" {
+				t.Fatalf("exit %d stdout %q stderr %q; want the allowed server reached and the other refused", r.code, r.stdout, r.stderr)
+			}
+			b, err := os.ReadFile(ready)
+			if err != nil {
+				t.Fatalf("the supervisor never slowed (is the binary built with -tags cordon_testhooks?): %v", err)
+			}
+			up, _, _ := strings.Cut(string(b), " ")
+			if s, u := parseSeconds(t, started), parseSeconds(t, up); s >= u {
+				t.Errorf("the container started at %.2f s, after its supervisor was ready at %.2f s: create waited for it", s, u)
+			}
+			var denied bool
+			for _, rec := range readJSONLines(t, logPath) {
+				n, _ := rec["network"].(map[string]any)
+				denied = denied || (rec["event"] == "net" && n != nil && n["decision"] == "deny" && fmt.Sprint(n["port"]) == fmt.Sprint(h.HTTPSPort))
+				denied = denied || (rec["cordon"] == "refused" && rec["rule"] == "network" && fmt.Sprint(rec["port"]) == fmt.Sprint(h.HTTPSPort))
+			}
+			if !denied {
+				t.Errorf("the log %s lacks the refused connection to port %d", logPath, h.HTTPSPort)
+			}
+		})
 	}
 	for _, s := range h.Served() {
 		if strings.Contains(s, fmt.Sprint(h.HTTPSPort)) {

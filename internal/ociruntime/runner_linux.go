@@ -70,18 +70,13 @@ func (r *runner) run(config *specs.Process) (_ int, err error) {
 		return -1, err
 	}
 	defer t.Close()
-	if r.action == actCreate {
+	if r.action == actCreate || r.sup != nil {
 		err = r.container.Start(process)
 	} else {
 		err = r.container.Run(process)
 	}
 	if r.sup != nil {
-		// The container's command runs only once it is handed over.
-		if err != nil {
-			r.sup.gate.cancel()
-		} else if err = r.sup.gate.wait(); err != nil {
-			r.terminate(process)
-		}
+		err = r.handOver(process, err)
 	}
 	if err != nil {
 		return -1, err
@@ -109,6 +104,31 @@ func (r *runner) run(config *specs.Process) (_ int, err error) {
 		r.destroy()
 	}
 	return status, err
+}
+
+// handOver gives the container to its supervisor once the init has
+// started (started: Start's error): the container's command runs only
+// after, as run's exec of the init (libcontainer's Run, split here) comes
+// only once the gate has passed.
+func (r *runner) handOver(process *libcontainer.Process, started error) error {
+	if started != nil {
+		r.sup.gate.cancel()
+		return started
+	}
+	pid, err := process.Pid()
+	if err != nil {
+		r.sup.gate.cancel()
+	} else {
+		err = r.sup.gate.wait(pid)
+	}
+	if err != nil {
+		r.terminate(process)
+		return err
+	}
+	if r.action == actRun {
+		return r.container.Exec()
+	}
+	return nil
 }
 
 func (r *runner) destroy() {
@@ -190,8 +210,8 @@ func startContainer(g *globals, id string, o startOpts, act action) (int, error)
 }
 
 // createContainer makes the container's state; with a boundary that needs
-// the broker, its filter notifies the broker's calls and the supervisor is
-// started (see supervised).
+// a supervisor it is started (see supervised), and with one that needs the
+// broker the container's filter notifies the broker's calls.
 func createContainer(g *globals, id string, s *specs.Spec, o startOpts, b Boundary) (*libcontainer.Container, *supervised, error) {
 	rootlessCg, err := rootlessCgroups(g)
 	if err != nil {
@@ -209,11 +229,11 @@ func createContainer(g *globals, id string, s *specs.Spec, o startOpts, b Bounda
 	if err != nil {
 		return nil, nil, err
 	}
-	if !brokered(b) {
+	if !needsSupervisor(b) {
 		c, err := libcontainer.Create(g.root, id, cfg)
 		return c, nil, err
 	}
-	return createBrokered(g, id, s, cfg, b)
+	return createSupervised(g, id, s, cfg, b)
 }
 
 // rootlessCgroups is runc's shouldUseRootlessCgroupManager: cgroup

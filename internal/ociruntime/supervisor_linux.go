@@ -20,7 +20,8 @@ import (
 )
 
 // supervisor is cordon-oci __broker: it serves the notification
-// descriptor of each process libcontainer starts in one container, and
+// descriptor of each process libcontainer starts in one container (with
+// deny, protect or audit) and the network guard (with an allow list), and
 // ends with the container's init (or on SIGTERM, which delete sends).
 type supervisor struct {
 	cfg    brokerConfig
@@ -125,15 +126,23 @@ func brokerMain(args []string) int {
 		h = r.h
 	}
 	s.initFD = h.pidfd
-	s.serve(h.seccompFD)
+	if h.l != nil {
+		s.serve(h.seccompFD)
+	}
 	if s.netReady != nil {
 		s.attach(h.dev)
+	} else if h.dev != nil {
+		h.dev.Close()
 	}
-	go s.accept(h.l)
+	if h.l != nil {
+		go s.accept(h.l)
+	}
 	s.waitInit(term)
-	// No process of the container is left to send a descriptor.
-	_ = os.Remove(h.l.Addr().String())
-	h.l.Close()
+	if h.l != nil {
+		// No process of the container is left to send a descriptor.
+		_ = os.Remove(h.l.Addr().String())
+		h.l.Close()
+	}
 	s.stopAll()
 	s.stopNetwork()
 	return 0
