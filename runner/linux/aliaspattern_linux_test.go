@@ -1,0 +1,64 @@
+package linux_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cordon-run/cordon/spec"
+)
+
+// TestIntegrationPatternsHoldAtInnerMountAlias: deny and protect are about
+// host files, so a pattern holds at every sandbox path that reaches a file
+// it matches, also through an extra mount whose source lies inside the
+// root, below the pattern's literal prefix (docs/security.md, "Deny and
+// protect are about host files"). With the root's sub mounted again at
+// /alias2, sub/k2.pem (deny **/*.pem) is not readable at /alias2/k2.pem,
+// and sub/.git/hooks/pre-commit (protect **/.git/hooks) can neither be
+// made executable nor written at /alias2/.git/hooks/pre-commit; the host
+// files are unchanged. Runs as root and rootless (hack/test-rootless.sh).
+//
+// Found by review (2026-11-28): spec.appendZoneAliases matches a pattern
+// against a zone's source as a path prefix, so a zone whose source lies
+// inside the pattern's `**` gets no alias, neither mask nor broker rule.
+func TestIntegrationPatternsHoldAtInnerMountAlias(t *testing.T) {
+	sb := newSandbox(t)
+	ws := sb.Root
+	const secret = "SECRET-cordon-inner-alias"
+	hook := filepath.Join(ws, "sub", ".git", "hooks", "pre-commit")
+	key := filepath.Join(ws, "sub", "k2.pem")
+	for _, f := range []struct{ path, data string }{
+		{hook, "#!/bin/sh\necho hook\n"},
+		{key, secret + "\n"},
+	} {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f.path, []byte(f.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb.Protect = append(sb.Protect, ws+"/**/.git/hooks")
+	sb.Deny = []string{ws + "/**/*.pem"}
+	sb.Mounts = []spec.Mount{{Source: filepath.Join(ws, "sub"), Target: "/alias2"}}
+	for _, script := range []string{
+		"cat /alias2/k2.pem",
+		"chmod 755 /alias2/.git/hooks/pre-commit",
+		"echo 'touch /tmp/pwned' >> /alias2/.git/hooks/pre-commit",
+	} {
+		out := run(t, sb, "", sh(script)...)
+		if out.res.ExitCode == 0 {
+			t.Errorf("%q succeeded; want it refused", script)
+		}
+		if strings.Contains(out.stdout, secret) {
+			t.Errorf("%q printed the denied file: %q", script, out.stdout)
+		}
+	}
+	if b, err := os.ReadFile(hook); err != nil || string(b) != "#!/bin/sh\necho hook\n" {
+		t.Errorf("the hook on the host is now %q (%v)", b, err)
+	}
+	if fi, err := os.Stat(hook); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the hook's mode on the host is now %v (%v), want 0644", fi.Mode(), err)
+	}
+}
