@@ -221,6 +221,9 @@ func toOCI(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) (*
 	if err != nil {
 		problems = append(problems, err)
 	}
+	if err := AliasProblems(orig); err != nil {
+		problems = append(problems, err)
+	}
 
 	rootPath := ro.Rootfs
 	if sb.System.Kind == SystemRootfs {
