@@ -141,6 +141,9 @@ func TestPatternAliasRefused(t *testing.T) {
 					t.Errorf("%q does not name %q", err, w)
 				}
 			}
+			if _, err := ToOCI(sb, ociProc(), ociRun()); !errors.As(err, &ae) || !errors.Is(err, ErrUnenforceable) {
+				t.Errorf("ToOCI = %v, want the AliasError", err)
+			}
 			d := newDecoder()
 			validateSandbox(sb, d)
 			if !slices.ContainsFunc(d.errs, func(e error) bool {
