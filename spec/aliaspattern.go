@@ -142,6 +142,11 @@ func patternAliases(p string, zones []aliasZone) ([]string, []aliasProblem) {
 					case z.mount && strings.ContainsAny(z.target, patternMeta):
 						probs = append(probs, aliasProblem{z, p, fmt.Sprintf("its target %s holds one of the pattern characters %s, so the alias %s would read them as a pattern", z.target, patternMeta, alias)})
 						continue
+					case (z.mount || z.target == "/") && IsPattern(alias) && strings.ContainsAny(z.source, patternMeta):
+						// The masks walk the alias in the source: the source
+						// joined with the rest would read as a pattern.
+						probs = append(probs, aliasProblem{z, p, fmt.Sprintf("its source %s holds one of the pattern characters %s, so the alias %s cannot be looked up in it", z.source, patternMeta, alias)})
+						continue
 					}
 					if !slices.Contains(out, alias) {
 						out = append(out, alias)
@@ -169,10 +174,11 @@ type AliasError struct {
 
 // Fix says what is allowed instead.
 func (e *AliasError) Fix() string {
-	return "mount a directory the pattern does not reach, mount the whole root instead of a directory inside it, " +
-		"or list the files as literal deny/protect paths; a mount target must not hold * ? [ or \\"
+	return "give the mount a target, and a source path, without * ? [ or \\ " +
+		"(rename the directory, or mount a parent whose path has none of them), or leave the mount out"
 }
 
+// Error names the mount, the pattern, the problem and the fix.
 func (e *AliasError) Error() string {
 	return fmt.Sprintf("%s (target %s): the pattern %s cannot be enforced there: %s; fix: %s", e.Field, e.Target, e.Pattern, e.Problem, e.Fix())
 }

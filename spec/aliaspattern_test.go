@@ -120,6 +120,7 @@ func TestPatternAliasRefused(t *testing.T) {
 		{"target with a bracket", Mount{Source: ws + "/sub", Target: "/al[ias"}, "its target /al[ias", true},
 		{"target with a star", Mount{Source: ws + "/sub", Target: "/al*"}, "its target /al*", true},
 		{"source with a star under the pattern", Mount{Source: "/nonexistent-cordon/k*", Target: ws + "/keys"}, "its source /nonexistent-cordon/k*", true},
+		{"source with a star inside the root", Mount{Source: ws + "/s*b", Target: "/t"}, "its source " + ws + "/s*b", true},
 		{"target with a star, out of reach", Mount{Source: "/nonexistent-cordon/other", Target: "/o*"}, "", false},
 	}
 	for _, c := range cases {
@@ -136,7 +137,7 @@ func TestPatternAliasRefused(t *testing.T) {
 			if !errors.As(err, &ae) || !errors.Is(err, ErrUnenforceable) {
 				t.Fatalf("AliasProblems = %v, want an AliasError matching ErrUnenforceable", err)
 			}
-			for _, w := range []string{"sandbox.mounts[0]", ws + "/**/.git/hooks", c.wantProblem, "fix: mount"} {
+			for _, w := range []string{"sandbox.mounts[0]", ws + "/**/.git/hooks", c.wantProblem, "fix: give the mount a target"} {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("%q does not name %q", err, w)
 				}
