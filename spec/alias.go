@@ -19,6 +19,10 @@ import (
 // a mount, or the rootfs.
 type aliasZone struct {
 	source, target string
+	// field names the zone in a config ("sandbox.mounts[1]"); mount is
+	// true for an extra mount.
+	field string
+	mount bool
 	// forms are hostForms(source), worked out once per WithAliases: every
 	// deny and protect entry is compared with every zone.
 	forms []string
@@ -33,23 +37,7 @@ type aliasZone struct {
 // sb is not changed; a sandbox with no alias is returned as a copy too.
 func WithAliases(sb *Sandbox) *Sandbox {
 	c := sb.Clone()
-	var zones []aliasZone
-	if sb.Root != "" {
-		zones = append(zones, aliasZone{source: sb.Root, target: sb.Root})
-	}
-	for _, m := range sb.Mounts {
-		t := m.Target
-		if t == "" {
-			t = m.Source
-		}
-		zones = append(zones, aliasZone{source: m.Source, target: t})
-	}
-	if sb.System.Kind == SystemRootfs {
-		zones = append(zones, aliasZone{source: sb.System.Rootfs, target: "/"})
-	}
-	for i := range zones {
-		zones[i].forms = hostForms(zones[i].source)
-	}
+	zones := aliasZones(sb)
 	c.Deny = appendAliases(c.Deny, sb.Deny, zones)
 	c.Protect = appendAliases(c.Protect, sb.Protect, zones)
 	// A read-write mount of a git directory keeps its hooks and config
@@ -77,6 +65,29 @@ func WithAliases(sb *Sandbox) *Sandbox {
 	return c
 }
 
+// aliasZones returns the zones of sb: the workspace, the extra mounts and
+// the rootfs.
+func aliasZones(sb *Sandbox) []aliasZone {
+	var zones []aliasZone
+	if sb.Root != "" {
+		zones = append(zones, aliasZone{source: sb.Root, target: sb.Root, field: "sandbox.root"})
+	}
+	for i, m := range sb.Mounts {
+		t := m.Target
+		if t == "" {
+			t = m.Source
+		}
+		zones = append(zones, aliasZone{source: m.Source, target: t, field: index("sandbox.mounts", i), mount: true})
+	}
+	if sb.System.Kind == SystemRootfs {
+		zones = append(zones, aliasZone{source: sb.System.Rootfs, target: "/", field: "sandbox.system"})
+	}
+	for i := range zones {
+		zones[i].forms = hostForms(zones[i].source)
+	}
+	return zones
+}
+
 // GitProtect returns the protect entries WithAliases adds for git, as
 // host paths without their aliases: the hooks and config of a read-write
 // mount of a git directory, what protected git configs include, and what
@@ -96,6 +107,15 @@ func GitProtect(sb *Sandbox) []string {
 
 func appendAliases(out, paths []string, zones []aliasZone) []string {
 	for _, p := range paths {
+		if IsPattern(p) {
+			as, _ := patternAliases(p, zones) // AliasProblems refuses what is left out
+			for _, a := range as {
+				if !slices.Contains(out, a) {
+					out = append(out, a)
+				}
+			}
+			continue
+		}
 		forms := hostForms(p)
 		// P is a sandbox path: where a zone maps it elsewhere, the host
 		// file is the zone's.

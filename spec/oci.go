@@ -217,8 +217,9 @@ func toOCI(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) (*
 	// exist now are deny paths like any other (the runner's broker holds
 	// the patterns themselves).
 	orig := sb
+	// A pattern that cannot be written for a mount it reaches is refused.
 	sb, err := withoutPatterns(sb)
-	if err != nil {
+	if err = errors.Join(err, AliasProblems(orig)); err != nil {
 		problems = append(problems, err)
 	}
 

@@ -172,13 +172,18 @@ func withoutPatterns(sb *Sandbox) (*Sandbox, error) {
 	}
 	c := sb.Clone()
 	c.Deny, c.Protect = nil, nil
+	zones := sandboxZones(sb)
+	if sb.System.Kind == SystemRootfs {
+		// An alias at "/" (the rootfs shows the root) is walked in it.
+		zones = append(zones, zone{source: sb.System.Rootfs, target: "/", readonly: true})
+	}
 	var errs []error
 	for _, d := range sb.Deny {
 		if !IsPattern(d) {
 			c.Deny = append(c.Deny, d)
 			continue
 		}
-		m, err := PatternMatches(d)
+		m, err := sandboxPatternMatches(zones, d)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("deny %s: %w", d, err))
 		}
@@ -194,6 +199,23 @@ func withoutPatterns(sb *Sandbox) (*Sandbox, error) {
 		}
 	}
 	return c, errors.Join(errs...)
+}
+
+// sandboxPatternMatches is PatternMatches of the sandbox pattern d: the
+// walk is of the host directory the zone holding d's literal prefix shows
+// there (an alias "/alias2/**/*.pem" of a mount of the root's sub walks
+// the sub), and the matches are the sandbox paths of what it finds.
+func sandboxPatternMatches(zones []zone, d string) ([]string, error) {
+	z, ok := containingZone(zones, literalPrefix(d))
+	if !ok || z.source == z.target || strings.ContainsAny(z.source, patternMeta) {
+		return PatternMatches(d) // AliasProblems refuses a source with pattern characters
+	}
+	host := hostPathIn(z, true, d)
+	m, err := PatternMatches(host)
+	for i, p := range m {
+		m[i] = joinRest(z.target, comps(strings.TrimPrefix(p, z.source)))
+	}
+	return m, err
 }
 
 // Rule is a deny or protect entry prepared for matching many paths (the

@@ -382,6 +382,7 @@ func validateSandbox(sb *Sandbox, d *decoder) {
 		}
 	}
 	guardHomes(sb, d)
+	validateAliases(sb, d)
 }
 
 // checkNormalized verifies the invariants every Sandbox out of Load, Parse,

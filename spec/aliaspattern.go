@@ -1,0 +1,225 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// A deny or protect pattern reaches host files too, so it holds at every
+// zone that shows one of them, also a zone whose source lies inside the
+// pattern's reach ("**/*.pem" at the root, the root's sub mounted at
+// /alias2, gives "/alias2/**/*.pem"). The pattern is matched against the
+// zone's source component by component, as MatchUnder matches a path: what
+// is left of it after the last component of the source is what a path
+// below the source must match, and the zone's target joined with that rest
+// is the alias. The rest is always a suffix of the pattern, so the
+// translation is exact: target/r matches the alias exactly when source/r
+// matches the pattern. A zone at "/" (system: rootfs, when the rootfs
+// holds the root) may get an alias such as "/**/.git/hooks": the only
+// entry whose literal prefix is "/", walked in the rootfs (withoutPatterns).
+// What cannot be written as an entry (a mount whose target or source holds
+// a pattern character) is refused by AliasProblems.
+
+// patternMeta are the characters a path must not hold to be joined with a
+// pattern's rest: path.Match would read them as pattern syntax.
+const patternMeta = `*?[\`
+
+// residuals returns the rests of pattern components pc that a path below a
+// directory with components xc must match for the whole to match pc
+// (MatchUnder): each a suffix of pc. An empty rest means everything at and
+// below the directory matches; it is then the only rest returned. No rest
+// means nothing below the directory can match.
+func residuals(pc, xc []string) [][]string {
+	full := len(pc) // the state "pc consumed": everything below matches
+	closure := func(set []int) []int {
+		for k := 0; k < len(set); k++ {
+			if i := set[k]; i < len(pc) && pc[i] == "**" && !slices.Contains(set, i+1) {
+				set = append(set, i+1)
+			}
+		}
+		return set
+	}
+	set := closure([]int{0})
+	for _, x := range xc {
+		if slices.Contains(set, full) {
+			return [][]string{{}}
+		}
+		var next []int
+		for _, i := range set {
+			switch {
+			case pc[i] == "**":
+				next = appendUnique(next, i)
+			default:
+				if ok, _ := path.Match(pc[i], x); ok {
+					next = appendUnique(next, i+1)
+				}
+			}
+		}
+		set = closure(next)
+		if len(set) == 0 {
+			return nil
+		}
+	}
+	slices.Sort(set)
+	var out [][]string
+	for _, i := range set {
+		rest := pc[i:]
+		if !slices.ContainsFunc(rest, func(c string) bool { return c != "**" }) {
+			return [][]string{{}} // only ** left: everything matches
+		}
+		out = append(out, rest)
+	}
+	return out
+}
+
+func appendUnique(s []int, v int) []int {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}
+
+// joinRest is dir joined with the pattern rest r; dir itself for no rest.
+func joinRest(dir string, r []string) string {
+	return filepath.Join(append([]string{dir}, r...)...)
+}
+
+// patternHostForms is pattern p as written and with the symbolic links of
+// its literal prefix resolved on the host (the wildcards are never looked
+// up: a file named "*" is no match for every name).
+func patternHostForms(p string) []string {
+	lit := literalPrefix(p)
+	rest := strings.TrimPrefix(strings.TrimPrefix(p, lit), "/")
+	out := []string{p}
+	for _, f := range hostForms(lit)[1:] {
+		out = append(out, filepath.Join(f, rest))
+	}
+	return out
+}
+
+// aliasProblem is one zone a pattern cannot be translated into.
+type aliasProblem struct {
+	zone    aliasZone
+	pattern string
+	problem string
+}
+
+// patternAliases returns the sandbox paths and patterns of every zone that
+// reach a host file pattern p matches (p included as the forms it takes on
+// the host), and the zones it cannot be written for.
+func patternAliases(p string, zones []aliasZone) ([]string, []aliasProblem) {
+	pc := comps(p)
+	hosts := patternHostForms(p)
+	var probs []aliasProblem
+	// p is a sandbox pattern: where it reaches a zone that shows another
+	// host directory, the host files it matches there are the zone's.
+	for _, z := range zones {
+		if z.source == z.target {
+			continue
+		}
+		for _, r := range residuals(pc, comps(z.target)) {
+			for _, f := range hostForms(z.source) {
+				if strings.ContainsAny(f, patternMeta) {
+					probs = append(probs, aliasProblem{z, p, fmt.Sprintf("its source %s holds one of the pattern characters %s, so the host files the pattern reaches there cannot be written as a pattern", f, patternMeta)})
+					continue
+				}
+				hosts = append(hosts, patternHostForms(joinRest(f, r))...)
+			}
+		}
+	}
+	var out []string
+	for _, h := range hosts {
+		hc := comps(h)
+		for _, z := range zones {
+			for _, src := range z.forms {
+				for _, r := range residuals(hc, comps(src)) {
+					alias := joinRest(z.target, r)
+					switch {
+					case z.mount && strings.ContainsAny(z.target, patternMeta):
+						probs = append(probs, aliasProblem{z, p, fmt.Sprintf("its target %s holds one of the pattern characters %s, so the alias %s would read them as a pattern", z.target, patternMeta, alias)})
+						continue
+					case (z.mount || z.target == "/") && IsPattern(alias) && strings.ContainsAny(z.source, patternMeta):
+						// The masks walk the alias in the source: the source
+						// joined with the rest would read as a pattern.
+						probs = append(probs, aliasProblem{z, p, fmt.Sprintf("its source %s holds one of the pattern characters %s, so the alias %s cannot be looked up in it", z.source, patternMeta, alias)})
+						continue
+					}
+					if !slices.Contains(out, alias) {
+						out = append(out, alias)
+					}
+				}
+			}
+		}
+	}
+	return out, probs
+}
+
+// AliasError is a deny or protect pattern that cannot be enforced at a
+// mount that shows some of the host files it matches. It matches
+// ErrUnenforceable.
+type AliasError struct {
+	// Field is the mount's field, "sandbox.mounts[1]" (or "sandbox.system").
+	Field string
+	// Target is where the sandbox shows the mount.
+	Target string
+	// Pattern is the deny or protect pattern.
+	Pattern string
+	// Problem says why the pattern cannot be written for the mount.
+	Problem string
+}
+
+// Fix says what is allowed instead.
+func (e *AliasError) Fix() string {
+	return "give the mount a target, and a source path, without * ? [ or \\ " +
+		"(rename the directory, or mount a parent whose path has none of them), or leave the mount out"
+}
+
+// Error names the mount, the pattern, the problem and the fix.
+func (e *AliasError) Error() string {
+	return fmt.Sprintf("%s (target %s): the pattern %s cannot be enforced there: %s; fix: %s", e.Field, e.Target, e.Pattern, e.Problem, e.Fix())
+}
+
+// Is reports whether target is ErrUnenforceable.
+func (e *AliasError) Is(target error) bool { return target == ErrUnenforceable }
+
+// AliasProblems returns, joined, an AliasError for each mount that shows
+// host files a deny or protect pattern of sb matches where the pattern
+// cannot be written in the mount's place; nil when every pattern holds at
+// every sandbox path (WithAliases adds them).
+func AliasProblems(sb *Sandbox) error {
+	zones := aliasZones(sb)
+	var errs []error
+	seen := map[string]bool{}
+	for _, p := range append(slices.Clone(sb.Deny), sb.Protect...) {
+		if !IsPattern(p) {
+			continue
+		}
+		_, probs := patternAliases(p, zones)
+		for _, pr := range probs {
+			e := &AliasError{Field: pr.zone.field, Target: pr.zone.target, Pattern: p, Problem: pr.problem}
+			if !seen[e.Error()] {
+				seen[e.Error()] = true
+				errs = append(errs, e)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// validateAliases reports AliasProblems as field errors of the mounts.
+func validateAliases(sb *Sandbox, d *decoder) {
+	err := AliasProblems(sb)
+	if err == nil {
+		return
+	}
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var ae *AliasError
+		if errors.As(e, &ae) {
+			d.fail(ae.Field, d.line(ae.Field), fmt.Sprintf("the pattern %s cannot be enforced at %s: %s", ae.Pattern, ae.Target, ae.Problem), ae.Fix())
+		}
+	}
+}
