@@ -177,11 +177,12 @@ func tails(pc, xc []string) []string {
 	var rec func(pc, xc []string)
 	rec = func(pc, xc []string) {
 		if len(xc) == 0 {
-			if t := strings.Join(pc, "/"); !slices.Contains(out, t) {
-				out = append(out, t)
+			t := strings.Join(pc, "/")
+			if !slices.ContainsFunc(pc, func(c string) bool { return c != "**" }) {
+				t = "" // "**" matches no component too: xc matches
 			}
-			if len(pc) > 0 && pc[0] == "**" {
-				rec(pc[1:], xc)
+			if !slices.Contains(out, t) {
+				out = append(out, t)
 			}
 			return
 		}

@@ -1,0 +1,112 @@
+package spec
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestPatternTails(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, path string
+		want          []string
+	}{
+		{"/w/**/.git/hooks", "/w/a/.git/hooks", []string{""}},
+		{"/w/**/.git/hooks", "/w/a/.git", []string{"**/.git/hooks", "hooks"}},
+		{"/w/**/.git/hooks", "/w/a", []string{"**/.git/hooks"}},
+		{"/w/**/*.pem", "/w/k.pem", []string{""}},
+		{"/w/**/*.pem", "/w/keys", []string{"**/*.pem"}},
+		{"/w/*/secret", "/w/a/b", nil},
+		{"/w/*/secret", "/w/a", []string{"secret"}},
+		{"/w/a/**", "/w/a", []string{""}},
+	} {
+		got := tails(comps(tc.pattern), comps(tc.path))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("tails(%s, %s) = %q, want %q", tc.pattern, tc.path, got, tc.want)
+		}
+	}
+}
+
+// TestWithPatternLinks: each row builds a tree ("dir a", "file a",
+// "link a target") in a workspace and checks the entries a pattern's
+// symlinks add, as the kernel would resolve them in the sandbox.
+func TestWithPatternLinks(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		tree        []string
+		deny, prot  []string // patterns, relative to the workspace
+		readonly    bool
+		wantDeny    []string // added entries, relative to the workspace
+		wantProtect []string
+		wantErr     bool
+	}{
+		{name: "hooks linked into the tree", tree: []string{"dir sub/.git", "dir real", "link sub/.git/hooks ../../real"},
+			prot: []string{"**/.git/hooks"}, wantProtect: []string{"real"}},
+		{name: "dangling: the first missing name", tree: []string{"dir sub/.git", "link sub/.git/hooks ../../gone/deeper"},
+			prot: []string{"**/.git/hooks"}, wantProtect: []string{"gone"}},
+		{name: "no lexical cleaning: .. after a link", tree: []string{"dir sub/.git", "dir x/y", "dir x/real", "link sub/l ../x/y", "link sub/.git/hooks ../l/../real"},
+			prot: []string{"**/.git/hooks"}, wantProtect: []string{"x/real", "x/y/**/.git/hooks"}}, // sub/l may lead to a match too
+		{name: ".git linked: the rest of the pattern", tree: []string{"dir realgit/hooks", "link sub/.git ../realgit"},
+			prot: []string{"**/.git/hooks"}, wantProtect: []string{"realgit/**/.git/hooks", "realgit/hooks"}},
+		{name: "deny link to a file", tree: []string{"file real/secret", "link k.pem real/secret"},
+			deny: []string{"**/*.pem"}, wantDeny: []string{"real/secret"}},
+		{name: "read-only workspace: protect needs nothing", tree: []string{"dir sub/.git", "dir real", "link sub/.git/hooks ../../real"},
+			prot: []string{"**/.git/hooks"}, readonly: true},
+		{name: "outside the sandbox: nothing", tree: []string{"dir sub/.git", "link sub/.git/hooks /nonexistent-cordon/hooks"},
+			prot: []string{"**/.git/hooks"}, deny: []string{"**/hooks"}},
+		{name: "a loop is refused", tree: []string{"dir sub/.git", "link sub/.git/hooks loop", "link sub/.git/loop hooks"},
+			prot: []string{"**/.git/hooks"}, wantErr: true},
+		{name: "no link: nothing", tree: []string{"dir sub/.git/hooks", "file k.pem"},
+			prot: []string{"**/.git/hooks"}, deny: []string{"**/*.pem"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			for _, line := range tc.tree {
+				f := strings.Fields(line)
+				p := filepath.Join(ws, f[1])
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				switch f[0] {
+				case "dir":
+					err = os.MkdirAll(p, 0o755)
+				case "file":
+					err = os.WriteFile(p, []byte("x"), 0o644)
+				case "link":
+					err = os.Symlink(f[2], p)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			abs := func(rel []string) []string {
+				var out []string
+				for _, r := range rel {
+					out = append(out, ws+"/"+r)
+				}
+				return out
+			}
+			sb := &Sandbox{Root: ws, Readonly: tc.readonly, Deny: abs(tc.deny), Protect: abs(tc.prot)}
+			got, err := withPatternLinks(sb, nil)
+			if tc.wantErr {
+				if !errors.Is(err, ErrUnenforceable) {
+					t.Fatalf("err = %v, want ErrUnenforceable", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := got.Deny[len(sb.Deny):]; !slices.Equal(d, abs(tc.wantDeny)) {
+				t.Errorf("deny added %q, want %q", d, abs(tc.wantDeny))
+			}
+			if p := got.Protect[len(sb.Protect):]; !slices.Equal(p, abs(tc.wantProtect)) {
+				t.Errorf("protect added %q, want %q", p, abs(tc.wantProtect))
+			}
+		})
+	}
+}
