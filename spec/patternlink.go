@@ -73,30 +73,33 @@ type sandboxView struct {
 
 // linkEntries returns the entries that hold entries' patterns on what
 // their matches' symlinks reach: for deny, wherever the target lies in the
-// workspace or a mount; for protect, only where it is writable.
+// workspace or a mount; for protect, only where it is writable. The
+// patterns of one literal prefix are walked once together, and what the
+// targets add is walked in turn (links reached through links).
 func (v sandboxView) linkEntries(entries []string, deny bool) ([]string, error) {
 	var errs []error
 	var add []string
 	seen := map[string]bool{}
-	queue := slices.Clone(entries)
-	for len(queue) > 0 {
-		e := queue[0]
-		queue = queue[1:]
-		if !IsPattern(e) || seen[e] {
-			continue
+	round := entries
+	for len(round) > 0 {
+		var pats []string
+		for _, e := range round {
+			if IsPattern(e) && !seen[e] {
+				seen[e] = true
+				pats = append(pats, e)
+			}
 		}
-		seen[e] = true
-		links, err := patternLinks(e)
+		links, err := patternLinks(pats)
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			return nil, err
 		}
+		round = nil
 		for _, l := range links {
 			end, z, inZone, exists, ok := v.follow(l.link)
 			switch {
 			case !ok:
 				errs = append(errs, fmt.Errorf("cannot hold %s on %s: the link does not resolve (a loop, or more than 40 links): "+
-					"remove the link or replace it by what it points to: %w", e, l.link, ErrUnenforceable))
+					"remove the link or replace it by what it points to: %w", l.pattern, l.link, ErrUnenforceable))
 				continue
 			case !inZone && deny && exists && l.tails[0] == "" && v.shown(end):
 				// A file of a host system directory the link names: the
@@ -117,10 +120,10 @@ func (v sandboxView) linkEntries(entries []string, deny bool) ([]string, error) 
 				}
 				if len(add) >= maxPatternLinks {
 					return nil, fmt.Errorf("%s: more than %d symlinks below its matches; narrow the pattern or list the targets literally: %w",
-						e, maxPatternLinks, ErrUnenforceable)
+						l.pattern, maxPatternLinks, ErrUnenforceable)
 				}
 				add = append(add, n)
-				queue = append(queue, n) // links below the target count too
+				round = append(round, n)
 			}
 		}
 	}
@@ -131,76 +134,195 @@ func (v sandboxView) linkEntries(entries []string, deny bool) ([]string, error) 
 // ""), or a directory on the way to one, with what the pattern names
 // below it.
 type patternLink struct {
-	link  string
-	tails []string
+	pattern, link string
+	tails         []string
 }
 
-// patternLinks walks pattern's literal prefix as PatternMatches does and
-// returns the symlinks that match it or may lead to a match.
-func patternLinks(pattern string) ([]patternLink, error) {
-	root := literalPrefix(pattern)
-	pc := comps(pattern)
-	var out []patternLink
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == root && errors.Is(err, fs.ErrNotExist) {
-				return fs.SkipAll
-			}
-			if errors.Is(err, fs.ErrPermission) {
-				return nil
-			}
-			return err
+// patternLinks walks the literal prefixes of patterns, each once for all
+// the patterns that share it, and returns the symlinks that match one or
+// may lead to a match. Like PatternMatches it follows no link and skips
+// the directories no pattern can reach; it reads each directory once and
+// looks at nothing but directories and links.
+func patternLinks(patterns []string) ([]patternLink, error) {
+	byRoot := map[string][][]string{}
+	var roots []string
+	for _, p := range patterns {
+		r := literalPrefix(p)
+		if _, ok := byRoot[r]; !ok {
+			roots = append(roots, r)
 		}
-		xc := comps(p)
-		if d.Type()&fs.ModeSymlink != 0 {
-			if ts := tails(pc, xc); len(ts) > 0 {
-				out = append(out, patternLink{link: p, tails: ts})
+		byRoot[r] = append(byRoot[r], comps(p))
+	}
+	var out []patternLink
+	for _, r := range roots {
+		w := linkWalk{pcs: byRoot[r]}
+		rc := comps(r)
+		states := make([][]int, len(w.pcs))
+		for i, pc := range w.pcs {
+			st := startStates(pc)
+			for _, c := range rc {
+				if st = step(pc, st, c); st == nil {
+					break
+				}
 			}
-			if len(out) > maxPatternLinks {
-				return fmt.Errorf("pattern %q meets more than %d symlinks; narrow it: %w", pattern, maxPatternLinks, ErrUnenforceable)
-			}
+			states[i] = st
+		}
+		fi, err := os.Lstat(r)
+		switch {
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("walk %s: %w", r, err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			w.link(r, states)
+		case fi.IsDir():
+			err = w.dir(r, rc, states)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w.out...)
+	}
+	return out, nil
+}
+
+// linkWalk is one walk of patternLinks: the patterns' components, and the
+// links found.
+type linkWalk struct {
+	pcs [][]string
+	out []patternLink
+}
+
+// dir walks directory p (components xc); states[i] are pattern i's
+// states after xc (see step), nil for a pattern that cannot match below.
+func (w *linkWalk) dir(p string, xc []string, states [][]int) error {
+	f, err := os.Open(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
-		if d.IsDir() && (matchExact(pc, xc) || !mayBelow(pc, xc)) {
-			return fs.SkipDir // below a match is covered by the match
+		return fmt.Errorf("walk %s: %w", p, err)
+	}
+	ents, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("walk %s: %w", p, err)
+	}
+	for _, e := range ents {
+		typ := e.Type()
+		if !typ.IsDir() && typ&fs.ModeSymlink == 0 {
+			continue
 		}
+		name := e.Name()
+		next := make([][]int, len(states))
+		live := false
+		for i, st := range states {
+			if st != nil {
+				next[i] = step(w.pcs[i], st, name)
+				live = live || next[i] != nil
+			}
+		}
+		if !live {
+			continue
+		}
+		cp := p + "/" + name
+		if typ&fs.ModeSymlink != 0 {
+			w.link(cp, next)
+			if len(w.out) > maxPatternLinks {
+				return fmt.Errorf("the deny and protect patterns below %s meet more than %d symlinks; narrow them: %w",
+					p, maxPatternLinks, ErrUnenforceable)
+			}
+			continue
+		}
+		for i, st := range next {
+			if slices.Contains(st, len(w.pcs[i])) {
+				next[i] = nil // below a match is held by the match
+			}
+		}
+		if err := w.dir(cp, append(xc[:len(xc):len(xc)], name), next); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// link records link p for each pattern it matches or may lead to a match
+// of (states as in dir).
+func (w *linkWalk) link(p string, states [][]int) {
+	for i, st := range states {
+		if ts := stateTails(w.pcs[i], st); len(ts) > 0 {
+			w.out = append(w.out, patternLink{pattern: "/" + strings.Join(w.pcs[i], "/"), link: p, tails: ts})
+		}
+	}
+}
+
+// The walk matches a pattern as an automaton: a state is the index of the
+// pattern component to match next (len(pc): matched), a "**" matches any
+// number of names, so a state at one also holds the state after it. One
+// step a name keeps the walk linear in the names it reads.
+
+// startStates are pattern pc's states before any name.
+func startStates(pc []string) []int { return closure(pc, []int{0}) }
+
+// step returns the states after name from states, nil when none is left.
+func step(pc []string, states []int, name string) []int {
+	var out []int
+	for _, i := range states {
+		switch {
+		case i == len(pc):
+		case pc[i] == "**":
+			out = append(out, i)
+		default:
+			if ok, _ := path.Match(pc[i], name); ok {
+				out = append(out, i+1)
+			}
+		}
+	}
+	if len(out) == 0 {
 		return nil
-	})
-	return out, err
+	}
+	return closure(pc, out)
+}
+
+// closure adds to states the state after each "**", sorted, once each.
+func closure(pc []string, states []int) []int {
+	slices.Sort(states)
+	states = slices.Compact(states)
+	for k := 0; k < len(states); k++ {
+		if i := states[k]; i < len(pc) && pc[i] == "**" && !slices.Contains(states, i+1) {
+			states = append(states, i+1)
+		}
+	}
+	slices.Sort(states)
+	return states
 }
 
 // tails returns, once each, what is left of the pattern components pc
 // once they have matched all of xc, joined with "/": "" when xc matches
 // the whole pattern.
 func tails(pc, xc []string) []string {
-	var out []string
-	var rec func(pc, xc []string)
-	rec = func(pc, xc []string) {
-		if len(xc) == 0 {
-			t := strings.Join(pc, "/")
-			if !slices.ContainsFunc(pc, func(c string) bool { return c != "**" }) {
-				t = "" // "**" matches no component too: xc matches
-			}
-			if !slices.Contains(out, t) {
-				out = append(out, t)
-			}
-			return
-		}
-		if len(pc) == 0 {
-			return
-		}
-		if pc[0] == "**" {
-			rec(pc, xc[1:])
-			rec(pc[1:], xc)
-			return
-		}
-		if ok, _ := path.Match(pc[0], xc[0]); ok {
-			rec(pc[1:], xc[1:])
+	st := startStates(pc)
+	for _, c := range xc {
+		if st = step(pc, st, c); st == nil {
+			return nil
 		}
 	}
-	rec(pc, xc)
-	if slices.Contains(out, "") {
+	return stateTails(pc, st)
+}
+
+// stateTails is tails of the states after a path: [""] when it matches,
+// else the rest of pc from each state, but for the one after a "**" that
+// is a state too (the "**" one holds it).
+func stateTails(pc []string, states []int) []string {
+	if slices.Contains(states, len(pc)) {
 		return []string{""} // the link itself matches: its whole target is held
+	}
+	var out []string
+	for _, i := range states {
+		if i > 0 && pc[i-1] == "**" && slices.Contains(states, i-1) {
+			continue
+		}
+		out = append(out, strings.Join(pc[i:], "/"))
 	}
 	return out
 }
