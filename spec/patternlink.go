@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // A deny or protect pattern holds at every path the sandbox can reach
@@ -84,12 +85,15 @@ func (v sandboxView) linkEntries(entries []string, deny bool) ([]string, error) 
 	for len(round) > 0 {
 		var pats []string
 		for _, e := range round {
-			if IsPattern(e) && !seen[e] {
+			// Protect walks a literal entry too: a link inside it
+			// (.git/hooks/pre-commit linked to ../../scripts/x) sends
+			// a write out of its read-only mount.
+			if (IsPattern(e) || !deny) && !seen[e] {
 				seen[e] = true
 				pats = append(pats, e)
 			}
 		}
-		links, err := patternLinks(pats)
+		links, err := patternLinks(pats, !deny)
 		if err != nil {
 			return nil, err
 		}
@@ -115,8 +119,8 @@ func (v sandboxView) linkEntries(entries []string, deny bool) ([]string, error) 
 				if t != "" && exists {
 					n = end + "/" + t
 				}
-				if slices.Contains(add, n) || slices.Contains(entries, n) {
-					continue
+				if slices.Contains(add, n) || slices.ContainsFunc(entries, func(e string) bool { return !IsPattern(e) && within(n, e) }) {
+					continue // held already
 				}
 				if len(add) >= maxPatternLinks {
 					return nil, fmt.Errorf("%s: more than %d symlinks below its matches; narrow the pattern or list the targets literally: %w",
@@ -138,12 +142,14 @@ type patternLink struct {
 	tails         []string
 }
 
-// patternLinks walks the literal prefixes of patterns, each once for all
-// the patterns that share it, and returns the symlinks that match one or
-// may lead to a match. Like PatternMatches it follows no link and skips
-// the directories no pattern can reach; it reads each directory once and
-// looks at nothing but directories and links.
-func patternLinks(patterns []string) ([]patternLink, error) {
+// patternLinks walks the literal prefixes of patterns (a literal entry:
+// itself), each once for all the patterns that share it, and returns the
+// symlinks that match one or may lead to a match; with inside, also those
+// below a match (a protected directory is read-only, but a link in it
+// is not held by its mount). Like PatternMatches it follows no link and
+// skips the directories no pattern can reach; it reads each directory
+// once and looks at nothing but directories and links.
+func patternLinks(patterns []string, inside bool) ([]patternLink, error) {
 	byRoot := map[string][][]string{}
 	var roots []string
 	for _, p := range patterns {
@@ -155,13 +161,13 @@ func patternLinks(patterns []string) ([]patternLink, error) {
 	}
 	var out []patternLink
 	for _, r := range roots {
-		w := linkWalk{pcs: byRoot[r]}
+		w := linkWalk{pcs: byRoot[r], inside: inside}
 		rc := comps(r)
 		states := make([][]int, len(w.pcs))
 		for i, pc := range w.pcs {
 			st := startStates(pc)
 			for _, c := range rc {
-				if st = step(pc, st, c); st == nil {
+				if st = step(pc, st, c, inside); st == nil {
 					break
 				}
 			}
@@ -169,8 +175,8 @@ func patternLinks(patterns []string) ([]patternLink, error) {
 		}
 		fi, err := os.Lstat(r)
 		switch {
-		case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
-			continue
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), errors.Is(err, fs.ErrPermission):
+			continue // nothing there (below a file, .git one), or nothing the run can reach
 		case err != nil:
 			return nil, fmt.Errorf("walk %s: %w", r, err)
 		case fi.Mode()&fs.ModeSymlink != 0:
@@ -189,8 +195,9 @@ func patternLinks(patterns []string) ([]patternLink, error) {
 // linkWalk is one walk of patternLinks: the patterns' components, and the
 // links found.
 type linkWalk struct {
-	pcs [][]string
-	out []patternLink
+	pcs    [][]string
+	inside bool // walk below a match too
+	out    []patternLink
 }
 
 // dir walks directory p (components xc); states[i] are pattern i's
@@ -198,8 +205,8 @@ type linkWalk struct {
 func (w *linkWalk) dir(p string, xc []string, states [][]int) error {
 	f, err := os.Open(p)
 	if err != nil {
-		if errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrNotExist) {
-			return nil
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil // gone or replaced meanwhile, or unreadable: as PatternMatches
 		}
 		return fmt.Errorf("walk %s: %w", p, err)
 	}
@@ -218,7 +225,7 @@ func (w *linkWalk) dir(p string, xc []string, states [][]int) error {
 		live := false
 		for i, st := range states {
 			if st != nil {
-				next[i] = step(w.pcs[i], st, name)
+				next[i] = step(w.pcs[i], st, name, w.inside)
 				live = live || next[i] != nil
 			}
 		}
@@ -235,8 +242,8 @@ func (w *linkWalk) dir(p string, xc []string, states [][]int) error {
 			continue
 		}
 		for i, st := range next {
-			if slices.Contains(st, len(w.pcs[i])) {
-				next[i] = nil // below a match is held by the match
+			if !w.inside && slices.Contains(st, len(w.pcs[i])) {
+				next[i] = nil // below a match is masked with the match
 			}
 		}
 		if err := w.dir(cp, append(xc[:len(xc):len(xc)], name), next); err != nil {
@@ -264,12 +271,16 @@ func (w *linkWalk) link(p string, states [][]int) {
 // startStates are pattern pc's states before any name.
 func startStates(pc []string) []int { return closure(pc, []int{0}) }
 
-// step returns the states after name from states, nil when none is left.
-func step(pc []string, states []int, name string) []int {
+// step returns the states after name from states, nil when none is left;
+// with inside, a match stays one below (everything below it is held).
+func step(pc []string, states []int, name string, inside bool) []int {
 	var out []int
 	for _, i := range states {
 		switch {
 		case i == len(pc):
+			if inside {
+				out = append(out, i)
+			}
 		case pc[i] == "**":
 			out = append(out, i)
 		default:
@@ -303,7 +314,7 @@ func closure(pc []string, states []int) []int {
 func tails(pc, xc []string) []string {
 	st := startStates(pc)
 	for _, c := range xc {
-		if st = step(pc, st, c); st == nil {
+		if st = step(pc, st, c, false); st == nil {
 			return nil
 		}
 	}

@@ -59,6 +59,12 @@ func TestWithPatternLinks(t *testing.T) {
 			prot: []string{"**/.git/hooks"}, deny: []string{"**/hooks"}},
 		{name: "a loop is refused", tree: []string{"dir sub/.git", "link sub/.git/hooks loop", "link sub/.git/loop hooks"},
 			prot: []string{"**/.git/hooks"}, wantErr: true},
+		{name: "a link inside a protected directory", tree: []string{"file scripts/pc", "file .git/hooks/own", "dir sub/.git/hooks",
+			"link .git/hooks/pre-commit ../../scripts/pc", "link .git/hooks/self own", "link sub/.git/hooks/pre-push ../../../scripts/pp"},
+			prot: []string{".git/hooks", "**/.git/hooks"}, wantProtect: []string{"scripts/pc", "scripts/pp"}},
+		{name: "deny: a link inside a masked directory is not reached", tree: []string{"file real/k", "link secrets/k ../real/k"},
+			deny: []string{"secret*"}},
+		{name: "below a file: nothing", tree: []string{"file wt/.git"}, prot: []string{"wt/.git/hooks", "**/.git/hooks"}},
 		{name: "no link: nothing", tree: []string{"dir sub/.git/hooks", "file k.pem"},
 			prot: []string{"**/.git/hooks"}, deny: []string{"**/*.pem"}},
 	} {

@@ -172,3 +172,38 @@ func TestIntegrationDenyPatternMatchSymlinkHeld(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegrationProtectedDirLinkHeld: a symlink inside a protected
+// directory (a hook linked into the tree, .git/hooks/pre-commit ->
+// ../../scripts/pre-commit, for the literal .git/hooks and a nested
+// repository's under **/.git/hooks) holds its target: the read-only mount
+// of the directory does not reach it, so the target is protected itself.
+// Nothing is written or made executable through the links or at the
+// targets. Root and rootless, with and without strict_deny.
+func TestIntegrationProtectedDirLinkHeld(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		t.Run(strictName(strict), func(t *testing.T) {
+			sb := newSandbox(t)
+			sb.StrictDeny = strict
+			ws := sb.Root
+			const hook = "#!/bin/sh\n"
+			writeTree(t, ws, map[string]string{"scripts/pre-commit": hook, "scripts/pre-push": hook, ".git/HEAD": "ref: refs/heads/main\n"},
+				map[string]string{".git/hooks/pre-commit": "../../scripts/pre-commit", "sub/.git/hooks/pre-push": "../../../scripts/pre-push"})
+			sb.Protect = append(sb.Protect, ws+"/**/.git/hooks")
+			mustStart(t, sb, "cat .git/hooks/pre-commit sub/.git/hooks/pre-push")
+			for _, script := range []string{
+				"echo 'touch /tmp/pwned' >> .git/hooks/pre-commit",
+				"chmod 755 .git/hooks/pre-commit",
+				"echo 'touch /tmp/pwned' >> sub/.git/hooks/pre-push",
+				"chmod 755 sub/.git/hooks/pre-push",
+				"echo 'touch /tmp/pwned' >> scripts/pre-commit",
+			} {
+				if out := run(t, sb, "", sh(script)...); out.res.ExitCode == 0 {
+					t.Errorf("%q succeeded; want it refused: %+v", script, out.res)
+				}
+			}
+			mustBeFile(t, filepath.Join(ws, "scripts/pre-commit"), hook)
+			mustBeFile(t, filepath.Join(ws, "scripts/pre-push"), hook)
+		})
+	}
+}
