@@ -39,6 +39,7 @@ func TestWithPatternLinks(t *testing.T) {
 		tree        []string
 		deny, prot  []string // patterns, relative to the workspace
 		readonly    bool
+		system      bool     // "sys/" below the workspace's parent is a host system directory
 		wantDeny    []string // added entries, relative to the workspace
 		wantProtect []string
 		wantErr     bool
@@ -65,11 +66,25 @@ func TestWithPatternLinks(t *testing.T) {
 		{name: "deny: a link inside a masked directory is not reached", tree: []string{"file real/k", "link secrets/k ../real/k"},
 			deny: []string{"secret*"}},
 		{name: "below a file: nothing", tree: []string{"file wt/.git"}, prot: []string{"wt/.git/hooks", "**/.git/hooks"}},
+		{name: "deny link to a system file: masked", tree: []string{"link k.pem ../sys/ca"},
+			deny: []string{"**/*.pem"}, system: true, wantDeny: []string{"../sys/ca"}},
+		{name: "protect link into a system directory: nothing", tree: []string{"dir sub/.git", "link sub/.git/hooks ../../../sys"},
+			prot: []string{"**/.git/hooks"}, system: true},
 		{name: "no link: nothing", tree: []string{"dir sub/.git/hooks", "file k.pem"},
 			prot: []string{"**/.git/hooks"}, deny: []string{"**/*.pem"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ws := t.TempDir()
+			ws := filepath.Join(t.TempDir(), "ws")
+			var system []string
+			if tc.system {
+				system = []string{filepath.Join(filepath.Dir(ws), "sys")}
+				if err := os.MkdirAll(system[0], 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(system[0], "ca"), []byte("x"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for _, line := range tc.tree {
 				f := strings.Fields(line)
 				p := filepath.Join(ws, f[1])
@@ -92,12 +107,12 @@ func TestWithPatternLinks(t *testing.T) {
 			abs := func(rel []string) []string {
 				var out []string
 				for _, r := range rel {
-					out = append(out, ws+"/"+r)
+					out = append(out, filepath.Join(ws, r))
 				}
 				return out
 			}
 			sb := &Sandbox{Root: ws, Readonly: tc.readonly, Deny: abs(tc.deny), Protect: abs(tc.prot)}
-			got, err := withPatternLinks(sb, nil)
+			got, err := withPatternLinks(sb, system)
 			if tc.wantErr {
 				if !errors.Is(err, ErrUnenforceable) {
 					t.Fatalf("err = %v, want ErrUnenforceable", err)
