@@ -55,6 +55,18 @@ func withPatternLinks(sb *Sandbox, systemDirs []string) (*Sandbox, error) {
 	return c, nil
 }
 
+// PatternLinks returns the deny and protect entries withPatternLinks adds
+// to sb (what its rules reach through symlinks, as sandbox paths without
+// their aliases), for a decision outside the kernel backends (the mount
+// table behind the file tools) to hold the same.
+func PatternLinks(sb *Sandbox) (deny, protect []string, err error) {
+	c, err := withPatternLinks(sb, SystemDirs(sb))
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.Deny[len(sb.Deny):], c.Protect[len(sb.Protect):], nil
+}
+
 func appendNew(dst, add []string) []string {
 	for _, a := range add {
 		if !slices.Contains(dst, a) {
@@ -99,47 +111,53 @@ func (v sandboxView) linkEntries(entries []string, deny bool) ([]string, error) 
 		}
 		round = nil
 		for _, l := range links {
-			end, z, inZone, exists, ok := v.follow(l.link)
+			r, ok := v.follow(l.link)
 			switch {
 			case !ok:
 				errs = append(errs, fmt.Errorf("cannot hold %s on %s: the link does not resolve (a loop, or more than 40 links): "+
 					"remove the link or replace it by what it points to: %w", l.pattern, l.link, ErrUnenforceable))
 				continue
-			case !inZone && deny && exists && l.tails[0] == "" && v.shown(end):
+			case !r.inZone && deny && r.exists && l.states[0] == len(l.pc) && v.shown(r.end):
 				// A file of a host system directory the link names: the
 				// sandbox reads it through the match, so it is masked
 				// as a literal deny entry is.
-			case !inZone, !deny && z.readonly:
+			case !r.inZone, !deny && r.z.readonly:
 				// Nothing the command can write there, nor read as a
 				// file it matches rather than at its own place.
 				continue
 			}
-			for _, t := range l.tails {
-				n := end
-				if t != "" && exists {
-					n = end + "/" + t
+			base, whole := r.would()
+			reach := statesAt(l.pc, comps(base), !deny)
+			for _, i := range l.states {
+				n := base
+				if i < len(l.pc) && !whole {
+					n = base + "/" + strings.Join(l.pc[i:], "/")
 				}
-				if slices.Contains(add, n) || slices.ContainsFunc(entries, func(e string) bool { return !IsPattern(e) && within(n, e) }) {
+				switch {
+				case !whole && slices.Contains(reach, i):
+					continue // the pattern reaches it at its own place
+				case slices.Contains(add, n), slices.ContainsFunc(entries, func(e string) bool { return !IsPattern(e) && within(n, e) }):
 					continue // held already
-				}
-				if len(add) >= maxPatternLinks {
-					return nil, fmt.Errorf("%s: more than %d symlinks below its matches; narrow the pattern or list the targets literally: %w",
+				case len(add) >= maxPatternLinks:
+					return nil, fmt.Errorf("%s: its matches' symlinks reach more than %d places it does not; narrow the pattern or list the targets: %w",
 						l.pattern, maxPatternLinks, ErrUnenforceable)
 				}
 				add = append(add, n)
-				round = append(round, n)
+				round = append(round, n) // links below it count too
 			}
 		}
 	}
 	return add, errors.Join(errs...)
 }
 
-// patternLink is a symlink met by a pattern's walk: a match itself (tail
-// ""), or a directory on the way to one, with what the pattern names
-// below it.
+// patternLink is a symlink met by a pattern's walk: a match itself, or a
+// directory on the way to one, with what the pattern names below it.
 type patternLink struct {
 	pattern, link string
-	tails         []string
+	// pc is the pattern's components, states its states after the link
+	// (tailStates): len(pc) when the link matches.
+	pc     []string
+	states []int
 }
 
 // patternLinks walks the literal prefixes of patterns (a literal entry:
@@ -235,10 +253,6 @@ func (w *linkWalk) dir(p string, xc []string, states [][]int) error {
 		cp := p + "/" + name
 		if typ&fs.ModeSymlink != 0 {
 			w.link(cp, next)
-			if len(w.out) > maxPatternLinks {
-				return fmt.Errorf("the deny and protect patterns below %s meet more than %d symlinks; narrow them: %w",
-					p, maxPatternLinks, ErrUnenforceable)
-			}
 			continue
 		}
 		for i, st := range next {
@@ -257,8 +271,8 @@ func (w *linkWalk) dir(p string, xc []string, states [][]int) error {
 // of (states as in dir).
 func (w *linkWalk) link(p string, states [][]int) {
 	for i, st := range states {
-		if ts := stateTails(w.pcs[i], st); len(ts) > 0 {
-			w.out = append(w.out, patternLink{pattern: "/" + strings.Join(w.pcs[i], "/"), link: p, tails: ts})
+		if st != nil {
+			w.out = append(w.out, patternLink{pattern: "/" + strings.Join(w.pcs[i], "/"), link: p, pc: w.pcs[i], states: tailStates(w.pcs[i], st)})
 		}
 	}
 }
@@ -308,46 +322,92 @@ func closure(pc []string, states []int) []int {
 	return states
 }
 
+// statesAt returns pattern pc's states after the components xc, nil when
+// it cannot match there or below.
+func statesAt(pc, xc []string, inside bool) []int {
+	st := startStates(pc)
+	for _, c := range xc {
+		if st = step(pc, st, c, inside); st == nil {
+			return nil
+		}
+	}
+	return st
+}
+
 // tails returns, once each, what is left of the pattern components pc
 // once they have matched all of xc, joined with "/": "" when xc matches
 // the whole pattern.
 func tails(pc, xc []string) []string {
-	st := startStates(pc)
-	for _, c := range xc {
-		if st = step(pc, st, c, false); st == nil {
-			return nil
-		}
-	}
-	return stateTails(pc, st)
-}
-
-// stateTails is tails of the states after a path: [""] when it matches,
-// else the rest of pc from each state, but for the one after a "**" that
-// is a state too (the "**" one holds it).
-func stateTails(pc []string, states []int) []string {
-	if slices.Contains(states, len(pc)) {
-		return []string{""} // the link itself matches: its whole target is held
-	}
 	var out []string
-	for _, i := range states {
-		if i > 0 && pc[i-1] == "**" && slices.Contains(states, i-1) {
-			continue
-		}
+	for _, i := range tailStates(pc, statesAt(pc, xc, false)) {
 		out = append(out, strings.Join(pc[i:], "/"))
 	}
 	return out
 }
 
+// tailStates are the states that matter of states: len(pc) alone when
+// they match (the whole of what the link reaches is held), else each but
+// the one after a "**" that is a state too (the "**" one holds it).
+func tailStates(pc []string, states []int) []int {
+	if slices.Contains(states, len(pc)) {
+		return []int{len(pc)}
+	}
+	var out []int
+	for _, i := range states {
+		if i > 0 && pc[i-1] == "**" && slices.Contains(states, i-1) {
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+// reached is where a link leads in the sandbox (see follow).
+type reached struct {
+	// end is the path the link resolves to, or the first missing name on
+	// the way (or a file with more to come: ENOTDIR); rest is what was
+	// left to walk after it.
+	end  string
+	rest []string
+	// z is end's zone, when inZone; exists says the link resolves.
+	z              zone
+	inZone, exists bool
+}
+
+// would returns the path the link reaches, or would reach once its
+// missing names are made as directories, and whole when a rule can only
+// hold the first missing name as a whole: the rest goes up (".." after a
+// missing name) or down a file. The broker refuses a symlink at a
+// would-be path's missing ancestor (it leads to a rule), and walks a
+// directory renamed there.
+func (r reached) would() (string, bool) {
+	if r.exists {
+		return r.end, false
+	}
+	if slices.Contains(r.rest, "..") || len(r.rest) > 0 && r.rest[0] == "" {
+		return r.end, true
+	}
+	return filepath.Join(append([]string{r.end}, r.rest...)...), false
+}
+
 // follow resolves sandbox path p, a symlink, as the kernel does in the
 // sandbox: one component at a time, each link's target walked in place,
-// ".." applied to the directory reached so far, never cleaned first. It
-// returns where p leads (the first missing name on the way when it does
-// not exist: nothing may be made there), the zone that holds it, whether
-// the sandbox shows it (exists) and ok false for a loop or an error.
-func (v sandboxView) follow(p string) (end string, z zone, inZone, exists, ok bool) {
+// ".." applied to the directory reached so far, never cleaned first. ok is
+// false for a loop or an error.
+func (v sandboxView) follow(p string) (r reached, ok bool) {
 	pending := strings.Split(p, "/")
 	cur := "/"
 	n := 0
+	stop := func(end string, rest []string, exists bool) (reached, bool) {
+		r := reached{end: end, exists: exists}
+		for _, c := range rest {
+			if c != "" && c != "." {
+				r.rest = append(r.rest, c)
+			}
+		}
+		r.z, r.inZone = containingZone(v.zones, end)
+		return r, true
+	}
 	for len(pending) > 0 {
 		c := pending[0]
 		pending = pending[1:]
@@ -362,33 +422,30 @@ func (v sandboxView) follow(p string) (end string, z zone, inZone, exists, ok bo
 		fi, err := v.lstat(next)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			z, inZone = containingZone(v.zones, next)
-			return next, z, inZone, false, true
+			return stop(next, pending, false)
 		case err != nil:
-			return "", zone{}, false, false, false
+			return reached{}, false
 		case fi.Mode()&fs.ModeSymlink == 0:
 			if !fi.IsDir() && len(pending) > 0 {
-				// ENOTDIR: nothing below a file can be made either.
-				z, inZone = containingZone(v.zones, next)
-				return next, z, inZone, true, true
+				// ENOTDIR: only this file, as a whole, can change that.
+				return stop(next, []string{""}, false)
 			}
 			cur = next
 			continue
 		}
 		if n++; n > 40 {
-			return "", zone{}, false, false, false
+			return reached{}, false
 		}
 		target, err := v.readlink(next)
 		if err != nil || target == "" {
-			return "", zone{}, false, false, false
+			return reached{}, false
 		}
 		pending = append(strings.Split(target, "/"), pending...)
 		if strings.HasPrefix(target, "/") {
 			cur = "/"
 		}
 	}
-	z, inZone = containingZone(v.zones, cur)
-	return cur, z, inZone, true, true
+	return stop(cur, nil, true)
 }
 
 // host maps sandbox path p to the host path the sandbox shows there, or

@@ -46,12 +46,19 @@ func TestWithPatternLinks(t *testing.T) {
 	}{
 		{name: "hooks linked into the tree", tree: []string{"dir sub/.git", "dir real", "link sub/.git/hooks ../../real"},
 			prot: []string{"**/.git/hooks"}, wantProtect: []string{"real"}},
-		{name: "dangling: the first missing name", tree: []string{"dir sub/.git", "link sub/.git/hooks ../../gone/deeper"},
+		{name: "dangling: the would-be target", tree: []string{"dir sub/.git", "link sub/.git/hooks ../../gone/deeper"},
+			prot: []string{"**/.git/hooks"}, wantProtect: []string{"gone/deeper"}},
+		{name: "dangling, .. after a missing name: the first missing name", tree: []string{"dir sub/.git", "link sub/.git/hooks ../../gone/../x"},
 			prot: []string{"**/.git/hooks"}, wantProtect: []string{"gone"}},
+		{name: "dangling on the way: the rest of the pattern below the would-be target", tree: []string{"link sub/.git ../gonegit"},
+			prot: []string{"**/.git/hooks"}, deny: []string{"**/*.pem"}, wantProtect: []string{"gonegit/hooks"}},
+		{name: "a directory link within the pattern's reach adds nothing (pnpm)", tree: []string{"dir .pnpm/a@1/node_modules/a",
+			"link node_modules/a ../.pnpm/a@1/node_modules/a", "link node_modules/b ../gone"},
+			prot: []string{"**/.git/hooks"}, deny: []string{"**/*.pem"}},
 		{name: "no lexical cleaning: .. after a link", tree: []string{"dir sub/.git", "dir x/y", "dir x/real", "link sub/l ../x/y", "link sub/.git/hooks ../l/../real"},
-			prot: []string{"**/.git/hooks"}, wantProtect: []string{"x/real", "x/y/**/.git/hooks"}}, // sub/l may lead to a match too
+			prot: []string{"**/.git/hooks"}, wantProtect: []string{"x/real"}}, // sub/l leads where the pattern reaches itself
 		{name: ".git linked: the rest of the pattern", tree: []string{"dir realgit/hooks", "link sub/.git ../realgit"},
-			prot: []string{"**/.git/hooks"}, wantProtect: []string{"realgit/**/.git/hooks", "realgit/hooks"}},
+			prot: []string{"**/.git/hooks"}, wantProtect: []string{"realgit/hooks"}},
 		{name: "deny link to a file", tree: []string{"file real/secret", "link k.pem real/secret"},
 			deny: []string{"**/*.pem"}, wantDeny: []string{"real/secret"}},
 		{name: "read-only workspace: protect needs nothing", tree: []string{"dir sub/.git", "dir real", "link sub/.git/hooks ../../real"},
@@ -129,5 +136,23 @@ func TestWithPatternLinks(t *testing.T) {
 				t.Errorf("protect added %q, want %q", p, abs(tc.wantProtect))
 			}
 		})
+	}
+}
+
+func TestPatternLinksExported(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, "sub/.git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../realhooks", filepath.Join(ws, "sub/.git/hooks")); err != nil {
+		t.Fatal(err)
+	}
+	sb := &Sandbox{Root: ws, Protect: []string{ws + "/**/.git/hooks"}, Deny: []string{ws + "/**/*.pem"}}
+	deny, protect, err := PatternLinks(sb)
+	if err != nil || len(deny) != 0 || !slices.Equal(protect, []string{ws + "/realhooks"}) {
+		t.Fatalf("PatternLinks = %q, %q, %v; want no deny and protect %s/realhooks", deny, protect, err, ws)
+	}
+	if len(sb.Protect) != 1 {
+		t.Fatalf("sb changed: %q", sb.Protect)
 	}
 }

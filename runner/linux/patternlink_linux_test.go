@@ -207,3 +207,35 @@ func TestIntegrationProtectedDirLinkHeld(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegrationPatternLinkOnTheWayDanglingHeld: a dangling symlink on
+// the way to a protect pattern's match (sub/.git -> ../gonegit, missing)
+// holds the rest of the pattern below the would-be target: the command
+// cannot make gonegit/hooks/pre-push, nor a symlink at gonegit that would
+// send it elsewhere; gonegit/hooks holds nothing after the run. Root and
+// rootless, with and without strict_deny.
+func TestIntegrationPatternLinkOnTheWayDanglingHeld(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		t.Run(strictName(strict), func(t *testing.T) {
+			sb := newSandbox(t)
+			sb.StrictDeny = strict
+			ws := sb.Root
+			writeTree(t, ws, nil, map[string]string{"sub/.git": "../gonegit"})
+			sb.Protect = append(sb.Protect, ws+"/**/.git/hooks")
+			mustStart(t, sb, "mkdir -p gonegit/objects")
+			for _, script := range []string{
+				"mkdir -p gonegit/hooks && echo 'touch /tmp/pwned' > gonegit/hooks/pre-push",
+				"echo 'touch /tmp/pwned' > sub/.git/hooks/pre-push",
+				"mkdir -p elsewhere/hooks && rm -rf gonegit && ln -s elsewhere gonegit",
+			} {
+				if out := run(t, sb, "", sh(script)...); out.res.ExitCode == 0 {
+					t.Errorf("%q succeeded; want it refused: %+v", script, out.res)
+				}
+			}
+			mustBeEmptyDir(t, filepath.Join(ws, "gonegit/hooks"))
+			if fi, err := os.Lstat(filepath.Join(ws, "gonegit")); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				t.Errorf("gonegit became a symlink")
+			}
+		})
+	}
+}
