@@ -40,18 +40,17 @@ func withPatternLinks(sb *Sandbox, systemDirs []string) (*Sandbox, error) {
 	if !slices.ContainsFunc(sb.Deny, IsPattern) && !slices.ContainsFunc(sb.Protect, IsPattern) {
 		return sb, nil
 	}
-	v := sandboxView{zones: sandboxZones(sb), system: systemDirs}
-	deny, derr := v.linkEntries(sb.Deny, true)
-	protect, perr := v.linkEntries(sb.Protect, false)
-	if err := errors.Join(derr, perr); err != nil {
+	v := sandboxView{zones: sandboxZones(sb), system: systemDirs, plain: map[string]bool{"/": true}}
+	deny, protect := &linkList{entries: sb.Deny, deny: true}, &linkList{entries: sb.Protect}
+	if err := v.linkEntries(deny, protect); err != nil {
 		return nil, err
 	}
-	if len(deny) == 0 && len(protect) == 0 {
+	if len(deny.add) == 0 && len(protect.add) == 0 {
 		return sb, nil
 	}
 	c := sb.Clone()
-	c.Deny = appendNew(c.Deny, deny)
-	c.Protect = appendNew(c.Protect, protect)
+	c.Deny = appendNew(c.Deny, deny.add)
+	c.Protect = appendNew(c.Protect, protect.add)
 	return c, nil
 }
 
@@ -82,114 +81,156 @@ func appendNew(dst, add []string) []string {
 type sandboxView struct {
 	zones  []zone
 	system []string
+	// plain caches, for a directory, whether the kernel reaches it as
+	// written (no link on its path): a link below it resolves from there.
+	plain map[string]bool
 }
 
-// linkEntries returns the entries that hold entries' patterns on what
-// their matches' symlinks reach: for deny, wherever the target lies in the
-// workspace or a mount; for protect, only where it is writable. The
-// patterns of one literal prefix are walked once together, and what the
-// targets add is walked in turn (links reached through links).
-func (v sandboxView) linkEntries(entries []string, deny bool) ([]string, error) {
+// linkList is the deny or the protect list, and what linkEntries adds to
+// it.
+type linkList struct {
+	entries []string
+	deny    bool
+	add     []string
+}
+
+// walks reports whether entry e of l is walked: every pattern, and for
+// protect a literal entry too: a link inside it (.git/hooks/pre-commit
+// linked to ../../scripts/x) sends a write out of its read-only mount.
+func (l *linkList) walks(e string) bool { return IsPattern(e) || !l.deny }
+
+// held reports whether path n is held by l already: added, or below a
+// literal entry.
+func (l *linkList) held(n string) bool {
+	literalAbove := func(e string) bool { return !IsPattern(e) && within(n, e) }
+	return slices.ContainsFunc(l.entries, literalAbove) || slices.ContainsFunc(l.add, literalAbove) || slices.Contains(l.add, n)
+}
+
+// linkEntries adds to each list the entries that hold its patterns on
+// what their matches' symlinks reach: for deny, wherever the target lies
+// in the workspace or a mount; for protect, only where it is writable.
+// The entries of one literal prefix are walked once together, both lists'
+// (a walk reads every directory below it), and what the targets add is
+// walked in turn (links reached through links).
+func (v sandboxView) linkEntries(lists ...*linkList) error {
 	var errs []error
-	var add []string
-	seen := map[string]bool{}
-	round := entries
+	seen := map[walkEntry]bool{}
+	// A link is met once per pattern that may match through it (the
+	// default protect list has a dozen): follow it once.
+	type followed struct {
+		r  reached
+		ok bool
+	}
+	cache := map[string]followed{}
+	var round []walkEntry
+	for li, l := range lists {
+		for _, e := range l.entries {
+			round = append(round, walkEntry{e, li})
+		}
+	}
 	for len(round) > 0 {
-		var pats []string
-		for _, e := range round {
-			// Protect walks a literal entry too: a link inside it
-			// (.git/hooks/pre-commit linked to ../../scripts/x) sends
-			// a write out of its read-only mount.
-			if (IsPattern(e) || !deny) && !seen[e] {
-				seen[e] = true
-				pats = append(pats, e)
+		var walk []walkEntry
+		for _, we := range round {
+			if lists[we.list].walks(we.entry) && !seen[we] {
+				seen[we] = true
+				walk = append(walk, we)
 			}
 		}
-		links, err := patternLinks(pats, !deny)
+		links, err := patternLinks(walk, func(list int) bool { return !lists[list].deny })
 		if err != nil {
-			return nil, err
+			return err
 		}
 		round = nil
-		for _, l := range links {
-			r, ok := v.follow(l.link)
+		for _, pl := range links {
+			l := lists[pl.list]
+			f, hit := cache[pl.link]
+			if !hit {
+				f.r, f.ok = v.follow(pl.link)
+				cache[pl.link] = f
+			}
+			r, ok := f.r, f.ok
 			switch {
 			case !ok:
 				errs = append(errs, fmt.Errorf("cannot hold %s on %s: the link does not resolve (a loop, or more than 40 links): "+
-					"remove the link or replace it by what it points to: %w", l.pattern, l.link, ErrUnenforceable))
+					"remove the link or replace it by what it points to: %w", pl.pattern, pl.link, ErrUnenforceable))
 				continue
-			case !r.inZone && deny && r.exists && l.states[0] == len(l.pc) && v.shown(r.end):
+			case !r.inZone && l.deny && r.exists && pl.states[0] == len(pl.pc) && v.shown(r.end):
 				// A file of a host system directory the link names: the
 				// sandbox reads it through the match, so it is masked
 				// as a literal deny entry is.
-			case !r.inZone, !deny && r.z.readonly:
+			case !r.inZone, !l.deny && r.z.readonly:
 				// Nothing the command can write there, nor read as a
 				// file it matches rather than at its own place.
 				continue
 			}
 			base, whole := r.would()
-			reach := statesAt(l.pc, comps(base), !deny)
-			for _, i := range l.states {
+			reach := statesAt(pl.pc, comps(base), !l.deny)
+			for _, i := range pl.states {
 				n := base
-				if i < len(l.pc) && !whole {
-					n = base + "/" + strings.Join(l.pc[i:], "/")
+				if i < len(pl.pc) && !whole {
+					n = base + "/" + strings.Join(pl.pc[i:], "/")
 				}
 				switch {
 				case !whole && slices.Contains(reach, i):
 					continue // the pattern reaches it at its own place
-				case slices.Contains(add, n), slices.ContainsFunc(entries, func(e string) bool { return !IsPattern(e) && within(n, e) }):
-					continue // held already
-				case len(add) >= maxPatternLinks:
-					return nil, fmt.Errorf("%s: its matches' symlinks reach more than %d places it does not; narrow the pattern or list the targets: %w",
-						l.pattern, maxPatternLinks, ErrUnenforceable)
+				case l.held(n):
+					continue
+				case len(l.add) >= maxPatternLinks:
+					return fmt.Errorf("%s: its matches' symlinks reach more than %d places it does not; narrow the pattern or list the targets: %w",
+						pl.pattern, maxPatternLinks, ErrUnenforceable)
 				}
-				add = append(add, n)
-				round = append(round, n) // links below it count too
+				l.add = append(l.add, n)
+				round = append(round, walkEntry{n, pl.list}) // links below it count too
 			}
 		}
 	}
-	return add, errors.Join(errs...)
+	return errors.Join(errs...)
+}
+
+// walkEntry is an entry of list number list, to walk.
+type walkEntry struct {
+	entry string
+	list  int
 }
 
 // patternLink is a symlink met by a pattern's walk: a match itself, or a
 // directory on the way to one, with what the pattern names below it.
 type patternLink struct {
 	pattern, link string
+	list          int // the walkEntry's
 	// pc is the pattern's components, states its states after the link
 	// (tailStates): len(pc) when the link matches.
 	pc     []string
 	states []int
 }
 
-// patternLinks walks the literal prefixes of patterns (a literal entry:
-// itself), each once for all the patterns that share it, and returns the
-// symlinks that match one or may lead to a match; with inside, also those
-// below a match (a protected directory is read-only, but a link in it
-// is not held by its mount). Like PatternMatches it follows no link and
-// skips the directories no pattern can reach; it reads each directory
-// once and looks at nothing but directories and links.
-func patternLinks(patterns []string, inside bool) ([]patternLink, error) {
-	byRoot := map[string][][]string{}
+// patternLinks walks the literal prefixes of entries (a literal entry:
+// itself), each once for all the entries that share it, and returns the
+// symlinks that match one or may lead to a match; for the lists inside
+// says, also those below a match (a protected directory is read-only, but
+// a link in it is not held by its mount). Like PatternMatches it follows
+// no link and skips the directories no pattern can reach; it reads each
+// directory once and looks at nothing but directories and links.
+func patternLinks(entries []walkEntry, inside func(list int) bool) ([]patternLink, error) {
+	byRoot := map[string]*linkWalk{}
 	var roots []string
-	for _, p := range patterns {
-		r := literalPrefix(p)
-		if _, ok := byRoot[r]; !ok {
+	for _, e := range entries {
+		r := literalPrefix(e.entry)
+		w := byRoot[r]
+		if w == nil {
+			w = &linkWalk{}
+			byRoot[r] = w
 			roots = append(roots, r)
 		}
-		byRoot[r] = append(byRoot[r], comps(p))
+		w.pats = append(w.pats, walkPattern{pc: comps(e.entry), list: e.list, inside: inside(e.list)})
 	}
 	var out []patternLink
 	for _, r := range roots {
-		w := linkWalk{pcs: byRoot[r], inside: inside}
+		w := byRoot[r]
 		rc := comps(r)
-		states := make([][]int, len(w.pcs))
-		for i, pc := range w.pcs {
-			st := startStates(pc)
-			for _, c := range rc {
-				if st = step(pc, st, c, inside); st == nil {
-					break
-				}
-			}
-			states[i] = st
+		states := make([][]int, len(w.pats))
+		for i, p := range w.pats {
+			states[i] = statesAt(p.pc, rc, p.inside)
 		}
 		fi, err := os.Lstat(r)
 		switch {
@@ -200,7 +241,7 @@ func patternLinks(patterns []string, inside bool) ([]patternLink, error) {
 		case fi.Mode()&fs.ModeSymlink != 0:
 			w.link(r, states)
 		case fi.IsDir():
-			err = w.dir(r, rc, states)
+			err = w.dir(r, states)
 		}
 		if err != nil {
 			return nil, err
@@ -210,17 +251,24 @@ func patternLinks(patterns []string, inside bool) ([]patternLink, error) {
 	return out, nil
 }
 
-// linkWalk is one walk of patternLinks: the patterns' components, and the
-// links found.
-type linkWalk struct {
-	pcs    [][]string
-	inside bool // walk below a match too
-	out    []patternLink
+// walkPattern is an entry as a linkWalk matches it: its components, its
+// list, and whether links below its matches count (inside).
+type walkPattern struct {
+	pc     []string
+	list   int
+	inside bool
 }
 
-// dir walks directory p (components xc); states[i] are pattern i's
-// states after xc (see step), nil for a pattern that cannot match below.
-func (w *linkWalk) dir(p string, xc []string, states [][]int) error {
+// linkWalk is one walk of patternLinks: the entries' patterns, and the
+// links found.
+type linkWalk struct {
+	pats []walkPattern
+	out  []patternLink
+}
+
+// dir walks directory p; states[i] are pattern i's states at p (see
+// step), nil for a pattern that cannot match below.
+func (w *linkWalk) dir(p string, states [][]int) error {
 	f, err := os.Open(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -243,7 +291,7 @@ func (w *linkWalk) dir(p string, xc []string, states [][]int) error {
 		live := false
 		for i, st := range states {
 			if st != nil {
-				next[i] = step(w.pcs[i], st, name, w.inside)
+				next[i] = step(w.pats[i].pc, st, name, w.pats[i].inside)
 				live = live || next[i] != nil
 			}
 		}
@@ -256,11 +304,11 @@ func (w *linkWalk) dir(p string, xc []string, states [][]int) error {
 			continue
 		}
 		for i, st := range next {
-			if !w.inside && slices.Contains(st, len(w.pcs[i])) {
+			if !w.pats[i].inside && slices.Contains(st, len(w.pats[i].pc)) {
 				next[i] = nil // below a match is masked with the match
 			}
 		}
-		if err := w.dir(cp, append(xc[:len(xc):len(xc)], name), next); err != nil {
+		if err := w.dir(cp, next); err != nil {
 			return err
 		}
 	}
@@ -272,7 +320,8 @@ func (w *linkWalk) dir(p string, xc []string, states [][]int) error {
 func (w *linkWalk) link(p string, states [][]int) {
 	for i, st := range states {
 		if st != nil {
-			w.out = append(w.out, patternLink{pattern: "/" + strings.Join(w.pcs[i], "/"), link: p, pc: w.pcs[i], states: tailStates(w.pcs[i], st)})
+			pc := w.pats[i].pc
+			w.out = append(w.out, patternLink{pattern: "/" + strings.Join(pc, "/"), link: p, list: w.pats[i].list, pc: pc, states: tailStates(pc, st)})
 		}
 	}
 }
@@ -397,6 +446,10 @@ func (r reached) would() (string, bool) {
 func (v sandboxView) follow(p string) (r reached, ok bool) {
 	pending := strings.Split(p, "/")
 	cur := "/"
+	if d := filepath.Dir(p); v.isPlain(d) {
+		// The walk that met p came down d without a link: start there.
+		pending, cur = []string{filepath.Base(p)}, d
+	}
 	n := 0
 	stop := func(end string, rest []string, exists bool) (reached, bool) {
 		r := reached{end: end, exists: exists}
@@ -446,6 +499,21 @@ func (v sandboxView) follow(p string) (r reached, ok bool) {
 		}
 	}
 	return stop(cur, nil, true)
+}
+
+// isPlain reports whether the sandbox reaches directory d as written:
+// every name on its path a directory, none a link.
+func (v sandboxView) isPlain(d string) bool {
+	if ok, hit := v.plain[d]; hit {
+		return ok
+	}
+	ok := false
+	if v.isPlain(filepath.Dir(d)) {
+		fi, err := v.lstat(d)
+		ok = err == nil && fi.IsDir()
+	}
+	v.plain[d] = ok
+	return ok
 }
 
 // host maps sandbox path p to the host path the sandbox shows there, or
