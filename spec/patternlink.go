@@ -24,9 +24,11 @@ import (
 // rule, with its own aliases), while the link keeps matching the pattern
 // (the broker refuses removing or replacing it). A symlink met on the way
 // to a match (sub/.git linked to ../realgit under **/.git/hooks) holds
-// what the rest of the pattern names below its target. A dangling link
-// holds the first missing name on its way, so nothing can be made there
-// that the link would then reach.
+// what the rest of the pattern names below its target, and a symlink
+// inside a protected directory (literal or a match) its target: the
+// directory's read-only mount does not reach it. A dangling link holds
+// its would-be target (see reached.would). Nothing is added where the
+// pattern reaches the target at its own place.
 
 // maxPatternLinks bounds the entries the links below the patterns add
 // (links reached through links included).
@@ -37,8 +39,8 @@ const maxPatternLinks = 256
 // (see above), or sb itself when there is none. systemDirs are the host
 // directories the sandbox shows at their own place.
 func withPatternLinks(sb *Sandbox, systemDirs []string) (*Sandbox, error) {
-	if !slices.ContainsFunc(sb.Deny, IsPattern) && !slices.ContainsFunc(sb.Protect, IsPattern) {
-		return sb, nil
+	if !slices.ContainsFunc(sb.Deny, IsPattern) && len(sb.Protect) == 0 {
+		return sb, nil // nothing to walk: literal deny entries are masked whole
 	}
 	v := sandboxView{zones: sandboxZones(sb), system: systemDirs, plain: map[string]bool{"/": true}}
 	deny, protect := &linkList{entries: sb.Deny, deny: true}, &linkList{entries: sb.Protect}
@@ -381,17 +383,6 @@ func statesAt(pc, xc []string, inside bool) []int {
 		}
 	}
 	return st
-}
-
-// tails returns, once each, what is left of the pattern components pc
-// once they have matched all of xc, joined with "/": "" when xc matches
-// the whole pattern.
-func tails(pc, xc []string) []string {
-	var out []string
-	for _, i := range tailStates(pc, statesAt(pc, xc, false)) {
-		out = append(out, strings.Join(pc[i:], "/"))
-	}
-	return out
 }
 
 // tailStates are the states that matter of states: len(pc) alone when

@@ -9,6 +9,17 @@ import (
 	"testing"
 )
 
+// tails returns, once each, what is left of the pattern components pc
+// once they have matched all of xc, joined with "/": "" when xc matches
+// the whole pattern.
+func tails(pc, xc []string) []string {
+	var out []string
+	for _, i := range tailStates(pc, statesAt(pc, xc, false)) {
+		out = append(out, strings.Join(pc[i:], "/"))
+	}
+	return out
+}
+
 func TestPatternTails(t *testing.T) {
 	for _, tc := range []struct {
 		pattern, path string
@@ -77,6 +88,8 @@ func TestWithPatternLinks(t *testing.T) {
 			deny: []string{"**/*.pem"}, system: true, wantDeny: []string{"../sys/ca"}},
 		{name: "protect link into a system directory: nothing", tree: []string{"dir sub/.git", "link sub/.git/hooks ../../../sys"},
 			prot: []string{"**/.git/hooks"}, system: true},
+		{name: "literal protect only: a link inside is held", tree: []string{"file scripts/pc", "link .git/hooks/pre-commit ../../scripts/pc"},
+			prot: []string{".git/hooks"}, wantProtect: []string{"scripts/pc"}},
 		{name: "no link: nothing", tree: []string{"dir sub/.git/hooks", "file k.pem"},
 			prot: []string{"**/.git/hooks"}, deny: []string{"**/*.pem"}},
 	} {

@@ -179,31 +179,43 @@ func TestIntegrationDenyPatternMatchSymlinkHeld(t *testing.T) {
 // repository's under **/.git/hooks) holds its target: the read-only mount
 // of the directory does not reach it, so the target is protected itself.
 // Nothing is written or made executable through the links or at the
-// targets. Root and rootless, with and without strict_deny.
+// targets. Root and rootless, with and without strict_deny, and with the
+// literal entry alone.
 func TestIntegrationProtectedDirLinkHeld(t *testing.T) {
-	for _, strict := range []bool{false, true} {
-		t.Run(strictName(strict), func(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		strict, pattern bool // pattern: **/.git/hooks too, not only the literal .git/hooks
+	}{
+		{"default", false, true},
+		{"strict_deny", true, true},
+		{"literal_only", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			sb := newSandbox(t)
-			sb.StrictDeny = strict
+			sb.StrictDeny = tc.strict
 			ws := sb.Root
 			const hook = "#!/bin/sh\n"
 			writeTree(t, ws, map[string]string{"scripts/pre-commit": hook, "scripts/pre-push": hook, ".git/HEAD": "ref: refs/heads/main\n"},
 				map[string]string{".git/hooks/pre-commit": "../../scripts/pre-commit", "sub/.git/hooks/pre-push": "../../../scripts/pre-push"})
-			sb.Protect = append(sb.Protect, ws+"/**/.git/hooks")
-			mustStart(t, sb, "cat .git/hooks/pre-commit sub/.git/hooks/pre-push")
-			for _, script := range []string{
+			scripts := []string{
 				"echo 'touch /tmp/pwned' >> .git/hooks/pre-commit",
 				"chmod 755 .git/hooks/pre-commit",
-				"echo 'touch /tmp/pwned' >> sub/.git/hooks/pre-push",
-				"chmod 755 sub/.git/hooks/pre-push",
 				"echo 'touch /tmp/pwned' >> scripts/pre-commit",
-			} {
+			}
+			if tc.pattern {
+				sb.Protect = append(sb.Protect, ws+"/**/.git/hooks")
+				scripts = append(scripts, "echo 'touch /tmp/pwned' >> sub/.git/hooks/pre-push", "chmod 755 sub/.git/hooks/pre-push")
+			}
+			mustStart(t, sb, "cat .git/hooks/pre-commit sub/.git/hooks/pre-push")
+			for _, script := range scripts {
 				if out := run(t, sb, "", sh(script)...); out.res.ExitCode == 0 {
 					t.Errorf("%q succeeded; want it refused: %+v", script, out.res)
 				}
 			}
 			mustBeFile(t, filepath.Join(ws, "scripts/pre-commit"), hook)
-			mustBeFile(t, filepath.Join(ws, "scripts/pre-push"), hook)
+			if tc.pattern {
+				mustBeFile(t, filepath.Join(ws, "scripts/pre-push"), hook)
+			}
 		})
 	}
 }
