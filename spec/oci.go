@@ -202,10 +202,17 @@ func currentHost(host *Host) hostInfo {
 // AnnotationUnenforced, with RunOptions.Unenforced, unless
 // RunOptions.NetworkGuarded says the backend enforces it.
 func ToOCI(sb *Sandbox, proc Process, ro RunOptions, opts ...Opt) (*specs.Spec, error) {
+	h := currentHost(ro.Host)
 	if sb != nil {
-		sb = WithAliases(sb) // deny and protect at every sandbox path of the same host file
+		// Deny and protect on what the patterns' matches that are
+		// symlinks reach, and at every sandbox path of the same host file.
+		var err error
+		if sb, err = withPatternLinks(sb, h.systemDirs(sb)); err != nil {
+			return nil, err
+		}
+		sb = WithAliases(sb)
 	}
-	return toOCI(sb, proc, ro, currentHost(ro.Host), opts...)
+	return toOCI(sb, proc, ro, h, opts...)
 }
 
 func toOCI(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) (*specs.Spec, error) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -188,6 +189,11 @@ func withoutPatterns(sb *Sandbox) (*Sandbox, error) {
 			errs = append(errs, fmt.Errorf("deny %s: %w", d, err))
 		}
 		for _, p := range m {
+			if fi, err := os.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				// A mount cannot cover a link: the pattern's broker rule
+				// keeps the link, withPatternLinks's entry its target.
+				continue
+			}
 			if !slices.Contains(c.Deny, p) {
 				c.Deny = append(c.Deny, p)
 			}

@@ -45,7 +45,12 @@ func newPlan(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) 
 	if sb == nil {
 		return nil, errors.New("oci: no sandbox")
 	}
-	// Deny and protect hold at every sandbox path of the same host file.
+	// Deny and protect hold at every sandbox path of the same host file,
+	// and on what their patterns' matches that are symlinks reach.
+	sb, err := withPatternLinks(sb, h.systemDirs(sb))
+	if err != nil {
+		return nil, err
+	}
 	sb = WithAliases(sb)
 	var phs []Placeholder
 	if ro.Placeholders {

@@ -81,35 +81,48 @@ func TestIntegrationPatternsHoldAtInnerMountAlias(t *testing.T) {
 // refused at setup, as a literal protect path that is a symlink is
 // (docs/security.md: "deny/protect path that is a symlink: refused"), or
 // holds: no hook is written or made executable through it. The host's git
-// in sub2 runs sub2/.git/hooks/pre-push, which is realhooks/pre-push.
+// in sub2 runs sub2/.git/hooks/pre-push, which is realhooks/pre-push. It
+// holds (spec.withPatternLinks protects the link's target), with and
+// without strict_deny.
 //
 // Found by review (2026-11-28): the broker decides a write through the
 // link on the resolved path (realhooks/pre-push), which no rule matches.
 func TestIntegrationPatternMatchSymlinkHeld(t *testing.T) {
-	sb := newSandbox(t)
-	ws := sb.Root
-	hook := filepath.Join(ws, "realhooks", "pre-push")
-	if err := os.MkdirAll(filepath.Join(ws, "sub2", ".git"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("../../realhooks", filepath.Join(ws, "sub2", ".git", "hooks")); err != nil {
-		t.Fatal(err)
-	}
-	sb.Protect = append(sb.Protect, ws+"/**/.git/hooks")
-	out := run(t, sb, "", sh("echo 'touch /tmp/pwned' >> sub2/.git/hooks/pre-push; chmod 755 sub2/.git/hooks/pre-push")...)
-	if out.res.ExitCode == 0 {
-		t.Errorf("the hook was written and made executable through the protected link: %+v", out.res)
-	}
-	if b, err := os.ReadFile(hook); err != nil || string(b) != "#!/bin/sh\n" {
-		t.Errorf("the hook on the host is now %q (%v)", b, err)
-	}
-	if fi, err := os.Stat(hook); err != nil || fi.Mode().Perm() != 0o644 {
-		t.Errorf("the hook's mode on the host is now %v (%v), want 0644", fi.Mode(), err)
+	for _, strict := range []bool{false, true} {
+		t.Run(strictName(strict), func(t *testing.T) {
+			sb := newSandbox(t)
+			sb.StrictDeny = strict
+			ws := sb.Root
+			hook := filepath.Join(ws, "realhooks", "pre-push")
+			if err := os.MkdirAll(filepath.Join(ws, "sub2", ".git"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("../../realhooks", filepath.Join(ws, "sub2", ".git", "hooks")); err != nil {
+				t.Fatal(err)
+			}
+			sb.Protect = append(sb.Protect, ws+"/**/.git/hooks")
+			for _, script := range []string{
+				"echo 'touch /tmp/pwned' >> sub2/.git/hooks/pre-push",
+				"chmod 755 sub2/.git/hooks/pre-push",
+				"echo 'touch /tmp/pwned' >> realhooks/pre-push",
+				"chmod 755 realhooks/pre-push",
+			} {
+				if out := run(t, sb, "", sh(script)...); out.res.ExitCode == 0 {
+					t.Errorf("%q succeeded through the protected link: %+v", script, out.res)
+				}
+			}
+			if b, err := os.ReadFile(hook); err != nil || string(b) != "#!/bin/sh\n" {
+				t.Errorf("the hook on the host is now %q (%v)", b, err)
+			}
+			if fi, err := os.Stat(hook); err != nil || fi.Mode().Perm() != 0o644 {
+				t.Errorf("the hook's mode on the host is now %v (%v), want 0644", fi.Mode(), err)
+			}
+		})
 	}
 }
