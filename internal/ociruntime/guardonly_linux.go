@@ -22,6 +22,10 @@ import (
 
 // createGuarded makes the container and the gate that hands it, then
 // starts its supervisor (see gate.passGuard).
+// pendingSupervisor is the pid file's content from create's container
+// until its supervisor is spawned.
+const pendingSupervisor = "pending"
+
 func createGuarded(g *globals, id string, cfg *configs.Config, bc brokerConfig) (*libcontainer.Container, *supervised, error) {
 	mine, theirs, err := handoffPair()
 	if err != nil {
@@ -32,6 +36,17 @@ func createGuarded(g *globals, id string, cfg *configs.Config, bc brokerConfig) 
 		mine.Close()
 		theirs.Close()
 		return nil, nil, err
+	}
+	// Until the supervisor is spawned the pid file says "pending": a
+	// create killed between the init's start and the spawn leaves a
+	// container whose start must be refused (supervisorServes), not one
+	// that looks as if it needed no supervisor
+	// (TestOCIStartAfterGuardedCreateKilled).
+	if err := os.WriteFile(filepath.Join(g.root, id, brokerPidFile), []byte(pendingSupervisor), 0o600); err != nil {
+		_ = c.Destroy()
+		mine.Close()
+		theirs.Close()
+		return nil, nil, fmt.Errorf("record the broker: %w", err)
 	}
 	sup := &supervised{stop: func() {}}
 	gt := newGate(bc, nil, mine)
