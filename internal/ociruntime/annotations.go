@@ -86,7 +86,8 @@ func ParseBoundary(annotations map[string]string, rootfs string) (Boundary, erro
 	var errs []error
 	var keys []string
 	for k := range annotations {
-		if strings.HasPrefix(k, annotationPrefix) {
+		// Any case: Run.cordon.protect is a misspelt boundary too.
+		if strings.HasPrefix(strings.ToLower(k), annotationPrefix) {
 			keys = append(keys, k)
 		}
 	}
@@ -98,6 +99,14 @@ func ParseBoundary(annotations map[string]string, rootfs string) (Boundary, erro
 		if !isKnown(k) {
 			errs = append(errs, &AnnotationError{Annotation: k, Problem: "is not an annotation cordon-oci knows",
 				Fix: "use " + strings.Join(known, ", ")})
+		}
+	}
+	for _, k := range []string{AnnotationDeny, AnnotationProtect} {
+		if v, ok := annotations[k]; ok && strings.TrimSpace(v) == "" {
+			// An empty list would run the container with no boundary the
+			// bundle's author may believe it has.
+			errs = append(errs, &AnnotationError{Annotation: k, Problem: "is empty",
+				Fix: "write absolute container paths, comma-separated: /etc/secret,/data/keys, or leave the annotation out"})
 		}
 	}
 	deny, e1 := containerPaths(AnnotationDeny, annotations[AnnotationDeny])

@@ -40,6 +40,9 @@ func TestParseBoundary(t *testing.T) {
 		{name: "home", a: map[string]string{"run.cordon.deny": "~/x"}, wantErr: []string{"not an absolute container path"}},
 		{name: "unknown key", a: map[string]string{"run.cordon.denny": "/x"}, wantErr: []string{"run.cordon.denny", "not an annotation cordon-oci knows", "run.cordon.deny"}},
 		{name: "bad host", a: map[string]string{"run.cordon.network.allow": "http://x/y"}, wantErr: []string{"annotation run.cordon.network.allow", "host[:port]"}, config: true},
+		{name: "empty deny", a: map[string]string{"run.cordon.deny": ""}, wantErr: []string{"run.cordon.deny", "is empty"}},
+		{name: "blank protect", a: map[string]string{"run.cordon.protect": " "}, wantErr: []string{"run.cordon.protect", "is empty"}},
+		{name: "key in another case", a: map[string]string{"Run.Cordon.protect": "/etc/app.conf"}, wantErr: []string{"Run.Cordon.protect", "not an annotation cordon-oci knows"}},
 		{name: "empty allow", a: map[string]string{"run.cordon.network.allow": ""}, wantErr: []string{"annotation run.cordon.network.allow", "at least one host"}, config: true},
 		{name: "control char", a: map[string]string{"run.cordon.deny": "/a\x01b"}, wantErr: []string{"annotation run.cordon.deny", "control character"}, config: true},
 		{name: "relative audit", a: map[string]string{"run.cordon.audit": "a.jsonl"}, wantErr: []string{"run.cordon.audit", "absolute host path"}},
@@ -68,7 +71,7 @@ func TestParseBoundary(t *testing.T) {
 				t.Errorf("errors.Is(ErrInvalidConfig) = %v, want %v: %v", !tc.config, tc.config, err)
 			}
 			var ae *ociruntime.AnnotationError
-			if !errors.As(err, &ae) || !strings.HasPrefix(ae.Annotation, "run.cordon.") {
+			if !errors.As(err, &ae) || !strings.HasPrefix(strings.ToLower(ae.Annotation), "run.cordon.") {
 				t.Errorf("%v is not an *AnnotationError naming its annotation", err)
 			}
 			for _, w := range tc.wantErr {
