@@ -1,0 +1,117 @@
+package linux_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cordon-run/cordon/spec"
+)
+
+// TestIntegrationPatternHoldsAtSymlinkSourceMount: a deny pattern holds at
+// a mount whose source is a symbolic link to a directory inside the
+// pattern's reach (a link outside the root to its sub, mounted at /al, deny
+// <root>/**/*.pem): neither /al/k2.pem nor /al/deep/k3.pem is readable, in
+// the default mode and with strict_deny; root and rootless
+// (hack/test-rootless.sh).
+//
+// Found by review (2026-11-28), failing in the default mode: the alias
+// /al/**/*.pem is in the broker's rules (strict_deny refuses the open), but
+// spec.sandboxPatternMatches walks the mount's source as written
+// (<link>/**/*.pem) and filepath.WalkDir does not descend a root that
+// is a symlink, so no match gets a mask and reads stay in the kernel.
+func TestIntegrationPatternHoldsAtSymlinkSourceMount(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "strict_deny"}[strict], func(t *testing.T) {
+			sb := newSandbox(t)
+			ws := sb.Root
+			const secret = "SECRET-cordon-symlink-source"
+			for _, f := range []string{"sub/k2.pem", "sub/deep/k3.pem"} {
+				p := filepath.Join(ws, f)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(secret+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(ws, "sub", "ok.txt"), []byte("ok\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// The link lies outside the root: the sandbox cannot replace it.
+			lnk := filepath.Join(t.TempDir(), "lnk")
+			if err := os.Symlink(filepath.Join(ws, "sub"), lnk); err != nil {
+				t.Fatal(err)
+			}
+			sb.StrictDeny = strict
+			sb.Deny = []string{ws + "/**/*.pem"}
+			sb.Mounts = []spec.Mount{{Source: lnk, Target: "/al"}}
+			if out := run(t, sb, "", sh("cat /al/ok.txt")...); out.res.ExitCode != 0 || out.stdout != "ok\n" {
+				t.Fatalf("the mount's other files are not readable: %+v, stdout %q", out.res, out.stdout)
+			}
+			for _, script := range []string{"cat /al/k2.pem", "cat /al/deep/k3.pem"} {
+				out := run(t, sb, "", sh(script)...)
+				if out.res.ExitCode == 0 || strings.Contains(out.stdout, secret) {
+					t.Errorf("%q: exit %d, stdout %q; want it refused and the secret unread", script, out.res.ExitCode, out.stdout)
+				}
+			}
+		})
+	}
+}
+
+// TestIntegrationPatternsHoldAtRootWithPatternChars: a deny or protect
+// pattern written relative to the root (the default protect list's
+// **/.git/hooks, a config's "**/*.pem") holds when the root's own path
+// holds a pattern character ("q[x]", as a folder copied as "name [2]"
+// is named): sub/k.pem is not readable and sub/.git/hooks/pre-commit is
+// neither written nor made executable, nor is a hook created in a new
+// repository; or the run is refused, as a mount with such a path is
+// (spec.AliasError). Default and strict_deny; root and rootless.
+//
+// Found by review (2026-11-28), failing: the root joined with the pattern
+// ("<tmp>/q[x]/**/*.pem") reads "[x]" as a character class, so it matches
+// <tmp>/qx/..., never the root: nothing is masked and the broker refuses
+// nothing. spec.AliasProblems checks extra mounts only, not the root.
+func TestIntegrationPatternsHoldAtRootWithPatternChars(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "strict_deny"}[strict], func(t *testing.T) {
+			sb := newSandbox(t)
+			ws := filepath.Join(sb.Root, "q[x]")
+			sb.Root = ws
+			sb.Protect = []string{ws + "/.git/hooks", ws + "/**/.git/hooks"}
+			sb.Deny = []string{ws + "/**/*.pem"}
+			sb.StrictDeny = strict
+			const secret = "SECRET-cordon-root-pattern-chars"
+			const hookText = "#!/bin/sh\n"
+			hook := filepath.Join(ws, "sub", ".git", "hooks", "pre-commit")
+			key := filepath.Join(ws, "sub", "k.pem")
+			for _, f := range []struct{ path, data string }{{hook, hookText}, {key, secret + "\n"}} {
+				if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(f.path, []byte(f.data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, script := range []string{
+				"cat sub/k.pem",
+				"chmod 755 sub/.git/hooks/pre-commit",
+				"echo 'touch /tmp/pwned' >> sub/.git/hooks/pre-commit",
+				"mkdir -p n/.git/hooks && echo 'touch /tmp/pwned' > n/.git/hooks/post-commit",
+			} {
+				out := run(t, sb, "", sh("cd '"+ws+"' && "+script)...)
+				if out.res.ExitCode == 0 || strings.Contains(out.stdout, secret) {
+					t.Errorf("%q: exit %d, stdout %q; want it refused", script, out.res.ExitCode, out.stdout)
+				}
+			}
+			if b, err := os.ReadFile(hook); err != nil || string(b) != hookText {
+				t.Errorf("the hook on the host is now %q (%v)", b, err)
+			}
+			if fi, err := os.Stat(hook); err != nil || fi.Mode().Perm() != 0o644 {
+				t.Errorf("the hook's mode on the host is now %v (%v), want 0644", fi.Mode(), err)
+			}
+			mustNotExist(t, filepath.Join(ws, "n", ".git", "hooks", "post-commit"))
+		})
+	}
+}
