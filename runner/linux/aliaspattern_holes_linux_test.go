@@ -115,3 +115,56 @@ func TestIntegrationPatternsHoldAtRootWithPatternChars(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegrationPatternCoversLateMatchAtSymlinkSourceMount: a match the
+// host creates mid-run (sub/late.pem) below a mount whose source is a
+// symbolic link to the root's sub is covered at the mount's path (/al)
+// too, in the default mode: the deny watcher walks and watches the
+// directory the link leads to. The sandbox polls, up to a minute (a
+// loaded machine), for a read of /al/late.pem that is refused; after it,
+// no read shows the secret; the host's file stays as written. Root and
+// rootless.
+//
+// Found by review (2026-11-28): the watcher mapped /al to the link, which
+// its walk (O_NOFOLLOW) does not read, so /al/late.pem stayed readable.
+func TestIntegrationPatternCoversLateMatchAtSymlinkSourceMount(t *testing.T) {
+	sb := newSandbox(t)
+	ws := sb.Root
+	if err := os.MkdirAll(filepath.Join(ws, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lnk := filepath.Join(t.TempDir(), "lnk")
+	if err := os.Symlink(filepath.Join(ws, "sub"), lnk); err != nil {
+		t.Fatal(err)
+	}
+	sb.Deny = []string{ws + "/**/*.pem"}
+	sb.Mounts = []spec.Mount{{Source: lnk, Target: "/al"}}
+	const secret = "SECRET-cordon-late-symlink-source"
+	script := `touch /al/started
+i=0
+while [ $i -lt 600 ]; do
+  if [ -e /al/late.pem ] && ! cat /al/late.pem >/dev/null 2>&1; then
+    echo COVERED; cat /al/late.pem; cat ` + ws + `/sub/late.pem; exit 0
+  fi
+  sleep 0.1; i=$((i+1))
+done
+echo NEVER`
+	done := make(chan runOut, 1)
+	go func() { done <- run(t, sb, "", sh(script)...) }()
+	waitForFile(t, filepath.Join(ws, "sub", "started"))
+	late := filepath.Join(ws, "sub", "late.pem")
+	if err := os.WriteFile(late, []byte(secret+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := <-done
+	after, covered := strings.CutPrefix(out.stdout, "COVERED\n")
+	if !covered {
+		t.Fatalf("/al/late.pem was never covered: stdout %q, stderr %q", out.stdout, out.stderr)
+	}
+	if strings.Contains(after, secret) {
+		t.Errorf("the secret was read after the cover: %q", after)
+	}
+	if b, err := os.ReadFile(late); err != nil || string(b) != secret+"\n" {
+		t.Errorf("the host's late.pem is now %q (%v)", b, err)
+	}
+}
