@@ -2,7 +2,9 @@ package linux_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -166,5 +168,113 @@ echo NEVER`
 	}
 	if b, err := os.ReadFile(late); err != nil || string(b) != secret+"\n" {
 		t.Errorf("the host's late.pem is now %q (%v)", b, err)
+	}
+}
+
+// userRootfs is a `system: <rootfs>` directory a command can run in: the
+// shared objects this test binary maps (the sandbox's init is this
+// binary), and a static busybox as /bin/sh and /bin/cat.
+func userRootfs(t *testing.T) string {
+	t.Helper()
+	bb, err := exec.LookPath("busybox")
+	if err != nil {
+		t.Skip("no busybox to put in a rootfs")
+	}
+	rootfs := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps, err := exec.Command("ldd", exe).Output()
+	if err != nil {
+		t.Skipf("ldd %s: %v", exe, err)
+	}
+	// The loader's names (ldd) and the files they lead to (the maps).
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{bb}
+	for _, f := range append(strings.Fields(string(deps)), strings.Fields(string(maps))...) {
+		if !strings.Contains(f, ".so") {
+			continue
+		}
+		if strings.HasPrefix(f, "/") && !slices.Contains(files, f) {
+			files = append(files, f)
+		}
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(rootfs, f)
+		if f == bb {
+			dst = filepath.Join(rootfs, "bin", "busybox")
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range []string{"sh", "cat"} {
+		if err := os.Symlink("busybox", filepath.Join(rootfs, "bin", l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"tmp", "proc", "dev"} {
+		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rootfs
+}
+
+// TestIntegrationDenyInRootfsOpenFails: with `system: <rootfs>`, a denied
+// file of the rootfs (a path, and a pattern's match there) is covered as
+// any denied file: its open fails, for reading and for writing, and the
+// rootfs's file is unchanged; default and strict_deny, root and rootless.
+//
+// Found by review (2026-11-28): such a file read as empty with exit 0 (the
+// build looked the sandbox path up on the host, found nothing, and left it
+// to libcontainer's plain /dev/null mask, which reads as empty and takes
+// writes), while docs/security.md said every open fails.
+func TestIntegrationDenyInRootfsOpenFails(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "strict_deny"}[strict], func(t *testing.T) {
+			sb := newSandbox(t)
+			rootfs := userRootfs(t)
+			const secret = "SECRET-cordon-rootfs-deny"
+			for _, f := range []string{"data/k.pem", "data/d/k2.pem", "data/plain.key", "data/ok.txt"} {
+				p := filepath.Join(rootfs, f)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(secret+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sb.System = spec.System{Kind: spec.SystemRootfs, Rootfs: rootfs}
+			sb.Deny = []string{"/data/**/*.pem", "/data/plain.key"}
+			sb.StrictDeny = strict
+			if out := run(t, sb, "", "/bin/sh", "-c", "cat /data/ok.txt"); out.res.ExitCode != 0 || out.stdout != secret+"\n" {
+				t.Fatalf("the rootfs's other files are not readable: %+v, stdout %q", out.res, out.stdout)
+			}
+			for _, f := range []string{"/data/k.pem", "/data/d/k2.pem", "/data/plain.key"} {
+				out := run(t, sb, "", "/bin/sh", "-c", "cat "+f)
+				if out.res.ExitCode == 0 || strings.Contains(out.stdout, secret) {
+					t.Errorf("cat %s: exit %d, stdout %q; want the open refused", f, out.res.ExitCode, out.stdout)
+				}
+				out = run(t, sb, "", "/bin/sh", "-c", "echo x > "+f)
+				if out.res.ExitCode == 0 {
+					t.Errorf("echo x > %s: exit 0; want the open refused", f)
+				}
+				if b, err := os.ReadFile(filepath.Join(rootfs, f)); err != nil || string(b) != secret+"\n" {
+					t.Errorf("the rootfs's %s is now %q (%v)", f, b, err)
+				}
+			}
+		})
 	}
 }
