@@ -278,3 +278,65 @@ func TestIntegrationDenyInRootfsOpenFails(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegrationPatternHoldsAtUnusualSources: a deny pattern holds, and
+// the run starts, at a mount of a single file under the pattern's reach
+// (ws/top.pem at /t.pem with deny **/deep/x/*.pem: the walk of the alias
+// top.pem/deep/x once failed setup with "not a directory") and at a mount
+// whose source holds pattern characters (ws/s[1]* at /t: joined escaped,
+// walked as it is; once refused). The matches are refused, the host files
+// unread and unchanged, other files readable; default and strict_deny,
+// root and rootless.
+func TestIntegrationPatternHoldsAtUnusualSources(t *testing.T) {
+	const secret = "SECRET-cordon-unusual-source"
+	cases := []struct {
+		name, pattern string
+		mount         spec.Mount // Source relative to the root
+		readable      string
+		refused       []string // relative to the root, or absolute
+	}{
+		{"single file", "/**/deep/x/*.pem", spec.Mount{Source: "top.pem", Target: "/t.pem"}, "/t.pem",
+			[]string{"a/deep/x/k.pem"}},
+		{"source with pattern characters", "/**/*.pem", spec.Mount{Source: "s[1]*", Target: "/t"}, "/t/ok.txt",
+			[]string{"/t/k.pem", "/t/d/k2.pem", "s[1]*/k.pem"}},
+	}
+	for _, c := range cases {
+		for _, strict := range []bool{false, true} {
+			t.Run(c.name+"/"+map[bool]string{false: "default", true: "strict_deny"}[strict], func(t *testing.T) {
+				sb := newSandbox(t)
+				ws := sb.Root
+				for _, f := range []string{"top.pem", "a/deep/x/k.pem", "s[1]*/k.pem", "s[1]*/d/k2.pem", "s[1]*/ok.txt"} {
+					p := filepath.Join(ws, f)
+					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(p, []byte(secret+"\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				m := c.mount
+				m.Source = filepath.Join(ws, m.Source)
+				sb.Mounts = []spec.Mount{m}
+				sb.Deny = []string{ws + c.pattern}
+				sb.StrictDeny = strict
+				if out := run(t, sb, "", "cat", c.readable); out.res.ExitCode != 0 || out.stdout != secret+"\n" {
+					t.Fatalf("cat %s: %+v, stdout %q; want it read", c.readable, out.res, out.stdout)
+				}
+				for _, f := range c.refused {
+					if !filepath.IsAbs(f) {
+						f = filepath.Join(ws, f)
+					}
+					out := run(t, sb, "", sh("cat '"+f+"'; echo x > '"+f+"'")...)
+					if out.res.ExitCode == 0 || strings.Contains(out.stdout, secret) {
+						t.Errorf("%s: exit %d, stdout %q; want it refused", f, out.res.ExitCode, out.stdout)
+					}
+				}
+				for _, f := range []string{"a/deep/x/k.pem", "s[1]*/k.pem", "s[1]*/d/k2.pem"} {
+					if b, err := os.ReadFile(filepath.Join(ws, f)); err != nil || string(b) != secret+"\n" {
+						t.Errorf("the host's %s is now %q (%v)", f, b, err)
+					}
+				}
+			})
+		}
+	}
+}
