@@ -21,7 +21,7 @@ import (
 // matches the pattern. A zone at "/" (system: rootfs, when the rootfs
 // holds the root) may get an alias such as "/**/.git/hooks": the only
 // entry whose literal prefix is "/", walked in the rootfs (withoutPatterns).
-// A source is joined with a rest escaped (escapePattern), and the masks
+// A source is joined with a rest escaped (EscapePattern), and the masks
 // walk a source without joining it with a pattern (walkMatches), so a
 // source may hold pattern characters. What cannot be written as an entry
 // is refused by AliasProblems: an alias at a mount whose target holds a
@@ -105,9 +105,10 @@ func patternHostForms(p string) []string {
 	return out
 }
 
-// escapePattern is the literal path p written as a pattern that matches
-// only p: each pattern character escaped ("q[x]" gives `q\[x]`).
-func escapePattern(p string) string {
+// EscapePattern returns the literal path p written as a pattern that
+// matches only p, to join a pattern's rest onto: each pattern character
+// escaped ("q[x]" gives `q\[x]`).
+func EscapePattern(p string) string {
 	var b strings.Builder
 	for _, r := range p {
 		if strings.ContainsRune(patternMeta, r) {
@@ -162,7 +163,7 @@ func patternAliases(p string, zones []aliasZone) ([]string, []aliasProblem) {
 			for _, f := range hostForms(z.source) {
 				// The source is a literal path: escaped, its pattern
 				// characters match only themselves.
-				hosts = append(hosts, patternHostForms(joinRest(escapePattern(f), r))...)
+				hosts = append(hosts, patternHostForms(joinRest(EscapePattern(f), r))...)
 			}
 		}
 	}

@@ -201,7 +201,7 @@ func TestEscapePattern(t *testing.T) {
 		{"/p/[ab]/c]", "/p/a/c]"},
 		{"/p/plain", "/p/plainer"},
 	} {
-		pat := joinRest(escapePattern(c.dir), []string{"**", "*.pem"})
+		pat := joinRest(EscapePattern(c.dir), []string{"**", "*.pem"})
 		if !MatchUnder(pat, c.dir+"/d/k.pem") || !MatchUnder(pat, c.dir+"/k.pem") {
 			t.Errorf("%s does not match %s/d/k.pem", pat, c.dir)
 		}
@@ -236,11 +236,20 @@ func TestPatternJoinedOntoPatternCharsRefused(t *testing.T) {
 			Sandbox{Root: up + `/a\b`, Deny: []string{up + `/a\b/.env`}}},
 		{"mount target with a question mark", "sandbox.mounts[0]", "/m?/k.pem",
 			Sandbox{Root: up + "/ws", Deny: []string{"/m?/k.pem"}, Mounts: []Mount{{Source: up + "/src", Target: "/m?"}}}},
-		{"plain root", "", "", Sandbox{Root: up + "/ws", Deny: []string{up + "/ws/**/*.pem"}, Protect: []string{up + "/ws/.git/hooks"}}},
+		{"plain root", "", "", Sandbox{Root: up + "/ws", Deny: []string{up + "/ws/.env", up + "/ws/**/*.pem"}, Protect: []string{up + "/ws/.git/hooks"}}},
+		// A deny path's alias at such a target (the workspace mounted
+		// again at /m[1]) is refused at the run (it would read as a
+		// pattern that matches /m1/.env).
+		{"alias of a deny path at a mount target with a class", "sandbox.mounts[0]", "/m[1]/.env",
+			Sandbox{Root: up + "/ws", Deny: []string{up + "/ws/.env"}, Mounts: []Mount{{Source: up + "/ws", Target: "/m[1]"}}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			sb := &c.sb
+			aliased := !slices.Contains(append(slices.Clone(sb.Deny), sb.Protect...), c.entry)
+			if aliased {
+				sb = WithAliases(sb)
+			}
 			err := AliasProblems(sb)
 			if c.field == "" {
 				if err != nil {
@@ -257,6 +266,9 @@ func TestPatternJoinedOntoPatternCharsRefused(t *testing.T) {
 			}
 			if _, err := ToOCI(sb, ociProc(), ociRun()); !errors.As(err, &ae) {
 				t.Errorf("ToOCI = %v, want the AliasError", err)
+			}
+			if aliased {
+				return // the config holds no such entry: the run refuses it
 			}
 			d := newDecoder()
 			validateSandbox(sb, d)
