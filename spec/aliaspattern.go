@@ -100,7 +100,7 @@ func patternHostForms(p string) []string {
 	rest := strings.TrimPrefix(strings.TrimPrefix(p, lit), "/")
 	out := []string{p}
 	for _, f := range hostForms(lit)[1:] {
-		out = append(out, filepath.Join(f, rest))
+		out = append(out, filepath.Join(EscapePattern(f), rest)) // f is where a link leads: literal
 	}
 	return out
 }

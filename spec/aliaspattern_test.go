@@ -366,3 +366,47 @@ func TestPatternMasksAtFileSource(t *testing.T) {
 		})
 	}
 }
+
+// TestAliasOfLinkTargetWithPatternChars: where an entry's path leads
+// through a symbolic link to a directory whose path holds pattern
+// characters (ws/l -> up/a[1]), its aliases at a mount of that directory's
+// parent (/up) match the file itself, not what the characters would match
+// as a pattern (/up/a1): the link's target is joined escaped, for a path
+// and for a pattern.
+func TestAliasOfLinkTargetWithPatternChars(t *testing.T) {
+	up, ws := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(up, "a[1]"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(up, "a[1]"), filepath.Join(ws, "l")); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		entry    string
+		held     []string
+		notHeld  []string
+		aliasDir string
+	}{
+		{ws + "/l/.env", []string{"/up/a[1]/.env"}, []string{"/up/a1/.env", "/up/a[1]/x"}, "/up"},
+		{ws + "/l/**/*.pem", []string{"/up/a[1]/k.pem", "/up/a[1]/d/k.pem"}, []string{"/up/a1/k.pem", "/up/a[1]/k.txt"}, "/up"},
+	}
+	for _, c := range cases {
+		t.Run(c.entry, func(t *testing.T) {
+			sb := &Sandbox{Root: ws, Deny: []string{c.entry}, Mounts: []Mount{{Source: up, Target: "/up"}}}
+			got := WithAliases(sb)
+			for _, p := range c.held {
+				if !slices.ContainsFunc(got.Deny, func(d string) bool { return MatchUnder(d, p) }) {
+					t.Errorf("%s is not held: %v", p, got.Deny)
+				}
+			}
+			for _, p := range c.notHeld {
+				if slices.ContainsFunc(got.Deny, func(d string) bool { return MatchUnder(d, p) }) {
+					t.Errorf("%s is held: %v", p, got.Deny)
+				}
+			}
+			if err := AliasProblems(got); err != nil {
+				t.Errorf("AliasProblems: %v", err)
+			}
+		})
+	}
+}
