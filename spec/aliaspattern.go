@@ -130,11 +130,21 @@ func joinedProblems(sb *Sandbox, zones []aliasZone) []aliasProblem {
 		if !strings.ContainsAny(z.target, patternMeta) || z.target == "/" {
 			continue
 		}
+		var joined []string
 		for _, e := range append(slices.Clone(sb.Deny), sb.Protect...) {
-			if e == z.target || strings.HasPrefix(e, z.target+"/") {
-				probs = append(probs, aliasProblem{z, e, fmt.Sprintf("%s holds one of the pattern characters %s, so the entry %s, joined onto it, reads them as a pattern and does not match the files there", z.target, patternMeta, e)})
+			if (e == z.target || strings.HasPrefix(e, z.target+"/")) && !slices.Contains(joined, e) {
+				joined = append(joined, e)
 			}
 		}
+		if len(joined) == 0 {
+			continue
+		}
+		// One problem a zone: the default protect list alone joins dozens.
+		what := "the entry " + joined[0] + ", joined onto it, reads"
+		if len(joined) > 1 {
+			what = fmt.Sprintf("the %d deny and protect entries joined onto it (%s, ...) read", len(joined), joined[0])
+		}
+		probs = append(probs, aliasProblem{z, joined[0], fmt.Sprintf("%s holds one of the pattern characters %s, so %s them as a pattern and match other paths, never the files there", z.target, patternMeta, what)})
 	}
 	return probs
 }
