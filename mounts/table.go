@@ -210,7 +210,7 @@ func (t *Table) expand(paths []string) (sandbox, host []string) {
 		sandbox = appendUnique(sandbox, p)
 		host = appendUnique(host, p)
 		if e := t.lookup(p); e != nil {
-			host = appendUnique(host, hostOf(e, p))
+			host = appendUnique(host, hostOfEntry(e, p))
 		}
 		if r, err := t.walk("resolve", p, p, false); err == nil {
 			sandbox = appendUnique(sandbox, r.sandbox)
@@ -235,7 +235,7 @@ func (t *Table) linkForms(list []string) []string {
 		for _, h := range list {
 			switch {
 			case isUnder(h, real):
-				out = appendUnique(out, hostOf(&Entry{Target: real, Source: e.Source}, h))
+				out = appendUnique(out, hostOfEntry(&Entry{Target: real, Source: e.Source}, h))
 			case isUnder(real, h):
 				out = appendUnique(out, e.Source)
 			}
@@ -384,6 +384,20 @@ func hostOf(e *Entry, p string) string {
 		return e.Source
 	}
 	return filepath.Join(e.Source, rel)
+}
+
+// hostOfEntry is hostOf of the deny or protect entry p: a pattern's rest
+// is joined onto the source escaped, so that pattern characters in the
+// source's path match only themselves (spec.WithAliases does the same).
+func hostOfEntry(e *Entry, p string) string {
+	if !spec.IsPattern(p) {
+		return hostOf(e, p)
+	}
+	rel := relTo(p, e.Target)
+	if rel == "" {
+		return spec.EscapePattern(e.Source)
+	}
+	return filepath.Join(spec.EscapePattern(e.Source), rel)
 }
 
 // relTo returns p relative to base ("" when equal); p must be under base.

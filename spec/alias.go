@@ -137,7 +137,10 @@ func appendZoneAliases(out, forms []string, zones []aliasZone) []string {
 				var alias string
 				switch {
 				case within(host, src):
-					alias = filepath.Join(z.target, strings.TrimPrefix(strings.TrimPrefix(host, src), "/"))
+					// host is a literal path: pattern characters below the
+					// source (a link's target's) are escaped, so the alias
+					// matches only the file.
+					alias = filepath.Join(z.target, EscapePattern(strings.TrimPrefix(strings.TrimPrefix(host, src), "/")))
 				case within(src, host):
 					alias = z.target
 				default:

@@ -21,8 +21,12 @@ import (
 // matches the pattern. A zone at "/" (system: rootfs, when the rootfs
 // holds the root) may get an alias such as "/**/.git/hooks": the only
 // entry whose literal prefix is "/", walked in the rootfs (withoutPatterns).
-// What cannot be written as an entry (a mount whose target or source holds
-// a pattern character) is refused by AliasProblems.
+// A source is joined with a rest escaped (EscapePattern), and the masks
+// walk a source without joining it with a pattern (walkMatches), so a
+// source may hold pattern characters. What cannot be written as an entry
+// is refused by AliasProblems: an alias at a mount whose target holds a
+// pattern character, and an entry joined onto such a target or onto such
+// a root (joinedProblems).
 
 // patternMeta are the characters a path must not hold to be joined with a
 // pattern's rest: path.Match would read them as pattern syntax.
@@ -96,9 +100,53 @@ func patternHostForms(p string) []string {
 	rest := strings.TrimPrefix(strings.TrimPrefix(p, lit), "/")
 	out := []string{p}
 	for _, f := range hostForms(lit)[1:] {
-		out = append(out, filepath.Join(f, rest))
+		out = append(out, filepath.Join(EscapePattern(f), rest)) // f is where a link leads: literal
 	}
 	return out
+}
+
+// EscapePattern returns the literal path p written as a pattern that
+// matches only p, to join a pattern's rest onto: each pattern character
+// escaped ("q[x]" gives `q\[x]`).
+func EscapePattern(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		if strings.ContainsRune(patternMeta, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// joinedProblems returns the entries of sb joined onto a zone (the root,
+// a mount's target) whose path holds a pattern character: an entry
+// "<root>/**/*.pem" with the root "/p/q[x]" reads "[x]" as a class, so it
+// matches /p/qx, never the root's files; such an entry, a path or a
+// pattern, cannot say which was meant.
+func joinedProblems(sb *Sandbox, zones []aliasZone) []aliasProblem {
+	var probs []aliasProblem
+	for _, z := range zones {
+		if !strings.ContainsAny(z.target, patternMeta) || z.target == "/" {
+			continue
+		}
+		var joined []string
+		for _, e := range append(slices.Clone(sb.Deny), sb.Protect...) {
+			if (e == z.target || strings.HasPrefix(e, z.target+"/")) && !slices.Contains(joined, e) {
+				joined = append(joined, e)
+			}
+		}
+		if len(joined) == 0 {
+			continue
+		}
+		// One problem a zone: the default protect list alone joins dozens.
+		what := "the entry " + joined[0] + ", joined onto it, reads"
+		if len(joined) > 1 {
+			what = fmt.Sprintf("the %d deny and protect entries joined onto it (%s, ...) read", len(joined), joined[0])
+		}
+		probs = append(probs, aliasProblem{z, joined[0], fmt.Sprintf("%s holds one of the pattern characters %s, so %s them as a pattern and match other paths, never the files there", z.target, patternMeta, what)})
+	}
+	return probs
 }
 
 // aliasProblem is one zone a pattern cannot be translated into.
@@ -123,11 +171,9 @@ func patternAliases(p string, zones []aliasZone) ([]string, []aliasProblem) {
 		}
 		for _, r := range residuals(pc, comps(z.target)) {
 			for _, f := range hostForms(z.source) {
-				if strings.ContainsAny(f, patternMeta) {
-					probs = append(probs, aliasProblem{z, p, fmt.Sprintf("its source %s holds one of the pattern characters %s, so the host files the pattern reaches there cannot be written as a pattern", f, patternMeta)})
-					continue
-				}
-				hosts = append(hosts, patternHostForms(joinRest(f, r))...)
+				// The source is a literal path: escaped, its pattern
+				// characters match only themselves.
+				hosts = append(hosts, patternHostForms(joinRest(EscapePattern(f), r))...)
 			}
 		}
 	}
@@ -138,14 +184,8 @@ func patternAliases(p string, zones []aliasZone) ([]string, []aliasProblem) {
 			for _, src := range z.forms {
 				for _, r := range residuals(hc, comps(src)) {
 					alias := joinRest(z.target, r)
-					switch {
-					case z.mount && strings.ContainsAny(z.target, patternMeta):
+					if z.mount && strings.ContainsAny(z.target, patternMeta) {
 						probs = append(probs, aliasProblem{z, p, fmt.Sprintf("its target %s holds one of the pattern characters %s, so the alias %s would read them as a pattern", z.target, patternMeta, alias)})
-						continue
-					case (z.mount || z.target == "/") && IsPattern(alias) && strings.ContainsAny(z.source, patternMeta):
-						// The masks walk the alias in the source: the source
-						// joined with the rest would read as a pattern.
-						probs = append(probs, aliasProblem{z, p, fmt.Sprintf("its source %s holds one of the pattern characters %s, so the alias %s cannot be looked up in it", z.source, patternMeta, alias)})
 						continue
 					}
 					if !slices.Contains(out, alias) {
@@ -174,8 +214,12 @@ type AliasError struct {
 
 // Fix says what is allowed instead.
 func (e *AliasError) Fix() string {
-	return "give the mount a target, and a source path, without * ? [ or \\ " +
-		"(rename the directory, or mount a parent whose path has none of them), or leave the mount out"
+	if e.Field == "sandbox.root" {
+		return "run cordon in (or set root to) a directory whose path has none of * ? [ or \\ " +
+			"(rename the directory, or the parent that holds one)"
+	}
+	return "give the mount a target without * ? [ or \\ (its source may hold them), " +
+		"or leave the mount out"
 }
 
 // Error names the mount, the pattern, the problem and the fix.
@@ -194,17 +238,18 @@ func AliasProblems(sb *Sandbox) error {
 	zones := aliasZones(sb)
 	var errs []error
 	seen := map[string]bool{}
+	probs := joinedProblems(sb, zones)
 	for _, p := range append(slices.Clone(sb.Deny), sb.Protect...) {
-		if !IsPattern(p) {
-			continue
+		if IsPattern(p) {
+			_, pp := patternAliases(p, zones)
+			probs = append(probs, pp...)
 		}
-		_, probs := patternAliases(p, zones)
-		for _, pr := range probs {
-			e := &AliasError{Field: pr.zone.field, Target: pr.zone.target, Pattern: p, Problem: pr.problem}
-			if !seen[e.Error()] {
-				seen[e.Error()] = true
-				errs = append(errs, e)
-			}
+	}
+	for _, pr := range probs {
+		e := &AliasError{Field: pr.zone.field, Target: pr.zone.target, Pattern: pr.pattern, Problem: pr.problem}
+		if !seen[e.Error()] {
+			seen[e.Error()] = true
+			errs = append(errs, e)
 		}
 	}
 	return errors.Join(errs...)

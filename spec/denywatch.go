@@ -39,3 +39,21 @@ func HostPath(sb *Sandbox, p string) (host string, ok bool) {
 	}
 	return "", false
 }
+
+// WithResolvedSources returns a copy of sb whose mounts' sources have their
+// symbolic links resolved on the host, as the kernel resolved them when it
+// mounted them (a mount's target stays where it was: a mount without one
+// gets its source as written). HostPath of the copy names the directory
+// the sandbox shows, which a walk that does not follow links can read: a
+// source that is a link to a directory is the directory.
+func WithResolvedSources(sb *Sandbox) *Sandbox {
+	c := sb.Clone()
+	for i, m := range c.Mounts {
+		if m.Target == "" {
+			c.Mounts[i].Target = m.Source
+		}
+		f := hostForms(m.Source)
+		c.Mounts[i].Source = f[len(f)-1]
+	}
+	return c
+}

@@ -1,6 +1,10 @@
 package spec
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 func TestHostPath(t *testing.T) {
 	sb := &Sandbox{
@@ -47,5 +51,36 @@ func TestLiteralPrefix(t *testing.T) {
 		if got := LiteralPrefix(p); got != want {
 			t.Errorf("LiteralPrefix(%s) = %s, want %s", p, got, want)
 		}
+	}
+}
+
+// TestHostPathResolvedSources: the deny watcher maps a sandbox path to
+// the directory a mount shows, which its walk (that never follows a link)
+// can read: with a mount whose source is a symbolic link to the root's
+// sub, /al/late.pem is <root>/sub/late.pem, not a path through the link;
+// a mount without a target stays at its source path; sb is unchanged.
+func TestHostPathResolvedSources(t *testing.T) {
+	ws, other := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lnk := filepath.Join(other, "lnk")
+	if err := os.Symlink(filepath.Join(ws, "sub"), lnk); err != nil {
+		t.Fatal(err)
+	}
+	sb := &Sandbox{Root: ws, Mounts: []Mount{{Source: lnk, Target: "/al"}, {Source: lnk}}}
+	r := WithResolvedSources(sb)
+	for _, c := range []struct{ p, want string }{
+		{"/al/late.pem", filepath.Join(ws, "sub", "late.pem")},
+		{"/al", filepath.Join(ws, "sub")},
+		{lnk + "/late.pem", filepath.Join(ws, "sub", "late.pem")},
+		{ws + "/sub/late.pem", filepath.Join(ws, "sub", "late.pem")},
+	} {
+		if got, ok := HostPath(r, c.p); !ok || got != c.want {
+			t.Errorf("HostPath(%s) = %q, %v; want %q", c.p, got, ok, c.want)
+		}
+	}
+	if sb.Mounts[0].Source != lnk || sb.Mounts[1].Target != "" {
+		t.Errorf("WithResolvedSources changed sb: %+v", sb.Mounts)
 	}
 }

@@ -45,7 +45,14 @@ func guardMounts(sb *Sandbox, h hostInfo) (guards, error) {
 	seen := map[string]bool{}
 	for _, d := range sb.Deny {
 		z, ok := containingZone(zones, d)
-		fi, err := lstat(hostPathIn(z, ok, d))
+		host := hostPathIn(z, ok, d)
+		if !ok && sb.System.Kind == SystemRootfs {
+			// Outside every zone the sandbox shows the rootfs: a file
+			// of it gets the cover too, not libcontainer's plain mask,
+			// which reads as empty and takes writes.
+			host = hostPathIn(zone{source: sb.System.Rootfs, target: "/"}, true, d)
+		}
+		fi, err := lstat(host)
 		if err == nil && !fi.IsDir() {
 			g.mounts = append(g.mounts, nullCover(d, h))
 			continue

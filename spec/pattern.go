@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // A deny or protect entry may be a pattern: "*", "?" and "[...]" match
@@ -117,12 +118,20 @@ const maxPatternMatches = 4096
 // match). The walk does not follow symlinks and skips directories the
 // pattern cannot reach.
 func PatternMatches(pattern string) ([]string, error) {
-	root := literalPrefix(pattern)
+	return walkMatches(pattern, literalPrefix(pattern), func(p string) string { return p })
+}
+
+// walkMatches walks the host directory start and returns what pattern
+// matches there, each host path p named as the path at(p), which is what
+// the pattern is matched against: the host directory is never joined with
+// the pattern, so its path may hold pattern characters. A start, or a
+// component of it, that is not a directory holds no match.
+func walkMatches(pattern, start string, at func(string) string) ([]string, error) {
 	pc := comps(pattern)
 	var out []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if p == root && errors.Is(err, fs.ErrNotExist) {
+			if p == start && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
 				return fs.SkipAll
 			}
 			if errors.Is(err, fs.ErrPermission) {
@@ -130,9 +139,10 @@ func PatternMatches(pattern string) ([]string, error) {
 			}
 			return err
 		}
-		xc := comps(p)
+		name := at(p)
+		xc := comps(name)
 		if matchExact(pc, xc) {
-			out = append(out, p)
+			out = append(out, name)
 			if d.IsDir() {
 				return fs.SkipDir // below a match is covered by the match
 			}
@@ -210,18 +220,20 @@ func withoutPatterns(sb *Sandbox) (*Sandbox, error) {
 // sandboxPatternMatches is PatternMatches of the sandbox pattern d: the
 // walk is of the host directory the zone holding d's literal prefix shows
 // there (an alias "/alias2/**/*.pem" of a mount of the root's sub walks
-// the sub), and the matches are the sandbox paths of what it finds.
+// the sub), with the zone's source resolved as the kernel resolved it when
+// it mounted it (a source that is a symlink is walked where it leads),
+// and the matches are the sandbox paths of what it finds.
 func sandboxPatternMatches(zones []zone, d string) ([]string, error) {
-	z, ok := containingZone(zones, literalPrefix(d))
-	if !ok || z.source == z.target || strings.ContainsAny(z.source, patternMeta) {
-		return PatternMatches(d) // AliasProblems refuses a source with pattern characters
+	lit := literalPrefix(d)
+	z, ok := containingZone(zones, lit)
+	if !ok {
+		return PatternMatches(d)
 	}
-	host := hostPathIn(z, true, d)
-	m, err := PatternMatches(host)
-	for i, p := range m {
-		m[i] = joinRest(z.target, comps(strings.TrimPrefix(p, z.source)))
-	}
-	return m, err
+	f := hostForms(z.source)
+	src := f[len(f)-1]
+	return walkMatches(d, hostPathIn(zone{source: src, target: z.target}, true, lit), func(p string) string {
+		return joinRest(z.target, comps(strings.TrimPrefix(p, src)))
+	})
 }
 
 // Rule is a deny or protect entry prepared for matching many paths (the

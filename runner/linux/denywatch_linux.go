@@ -162,7 +162,9 @@ func newAliasedDenyWatcher(sb, aliased *spec.Sandbox) *denyWatcher {
 	if aliased == nil {
 		aliased = spec.WithAliases(sb)
 	}
-	sb = aliased
+	// The directories a mount shows, not the links its source names: the
+	// walk does not follow a link.
+	sb = spec.WithResolvedSources(aliased)
 	w := &denyWatcher{sb: sb, wds: map[int32][]watchedDir{}, byPath: map[string]int32{}, done: make(chan struct{})}
 	for _, d := range sb.Deny {
 		w.rules = append(w.rules, newDenyRule(d))
