@@ -20,7 +20,8 @@ import (
 // pattern's linked secret are refused at the target's own path with the
 // typed error the sandbox's rule gives, naming what is writable; the host
 // file is unchanged. New walks; NewPlanned takes the entries from the
-// plan's sandbox and decides the same.
+// plan's sandbox, and View (a session's file tools) from the table it
+// views, and they decide the same.
 func TestLinkTargetsHeldByTable(t *testing.T) {
 	const hook, secret = "#!/bin/sh\n", "SECRET\n"
 	for _, tc := range []struct {
@@ -62,6 +63,13 @@ func TestLinkTargetsHeldByTable(t *testing.T) {
 			built := map[string]func() (*Table, error){
 				"New":        func() (*Table, error) { return New(sb) },
 				"NewPlanned": func() (*Table, error) { return NewPlanned(sb, plan.Aliased) },
+				"View": func() (*Table, error) {
+					tab, err := New(sb)
+					if err != nil {
+						return nil, err
+					}
+					return tab.View(ws) // a session's view, here the workspace itself
+				},
 			}
 			for how, mk := range built {
 				tab, err := mk()

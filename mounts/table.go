@@ -106,6 +106,20 @@ func NewView(sb *spec.Sandbox, root string) (*Table, error) {
 	return build(sb, root, nil)
 }
 
+// View returns the table of the same sandbox with the workspace read and
+// written through root, as NewView builds it, holding t's entries on what
+// symlinks reach rather than walking the workspace again (a session's
+// file tools ask for a view on every call).
+func (t *Table) View(root string) (*Table, error) {
+	if root == "" || !filepath.IsAbs(root) {
+		return nil, fmt.Errorf("%w: the workspace view %q must be an absolute path", ErrInvalidSandbox, root)
+	}
+	p := t.sb.Clone()
+	p.Deny = slices.Concat(p.Deny, t.denyLinks)
+	p.Protect = slices.Concat(p.Protect, t.protectLinks)
+	return build(t.sb, root, p)
+}
+
 // build is New with the workspace entry's source, when view is set, and
 // the entries on what symlinks reach taken from planned, when set.
 func build(sb *spec.Sandbox, view string, planned *spec.Sandbox) (*Table, error) {
