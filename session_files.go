@@ -3,7 +3,6 @@ package cordon
 import (
 	"fmt"
 
-	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
 )
 
@@ -36,7 +35,7 @@ func (s *Session) Files() (f *Files, done func(), err error) {
 	// /proc/self/fd/N follows to the session's root whatever the pid
 	// does next; the workspace is at its own path in there.
 	view := fmt.Sprintf("/proc/self/fd/%d%s", root.Fd(), s.sb.sb.Root)
-	t, err := mounts.NewView(s.sb.sb, view)
+	t, err := s.sb.table.View(view)
 	if err != nil {
 		root.Close() //nolint:errcheck,gosec // not used
 		return nil, nil, err

@@ -77,12 +77,13 @@ fi
 echo "== git out of the box as uid $uid (rootless): identity, submodules, a linked worktree and a submodule checkout as workspaces"
 (cd "$work" && "${as_user[@]}" "$work/cordon.test" -test.count=1 -test.run 'TestIntegrationGit' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|git_linux_test')
 echo "== the recorded agent task, session start NAME and a rootless bundle as uid 4242: these tests drop to uid 4242 with setpriv themselves (cordon's CLI binary, as a harness runs it)"
-(cd cmd/cordon && "$work/cmdcordon.test" -test.count=1 -test.run 'TestIntegrationAgentTaskDefaultProfile/rootless|TestSessionCLIPositionalName/rootless|TestBundleRootlessRunc' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|    --- |agenttask_linux_test|_test.go')
+(cd cmd/cordon && "$work/cmdcordon.test" -test.count=1 -test.run 'TestIntegrationAgentTaskDefaultProfile/rootless|TestSessionCLIPositionalName/rootless|TestBundleRootlessRunc|TestCheckAgreesWithRunOnLinkTargets/rootless' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|    --- |agenttask_linux_test|_test.go')
 echo "== macOS's allow-list proxy as uid $uid: curl, git and Python through it, refusals typed and audited"
 (cd "$work" && "${as_user[@]}" "$work/netguard.test" -test.count=1 -test.run 'TestProxy' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
 echo "== one decision for every writer as uid $uid (rootless): the broker, Files, the MCP write tool and cordon check"
 (cd "$work" && "${as_user[@]}" "$work/mcpserver.test" -test.count=1 -test.run 'Integration' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|decide_test')
-(cd "$work" && "${as_user[@]}" "$work/mounts.test" -test.count=1 -test.run 'TestWritePlantsNoRepository|TestWriteLockHeldFailsClosed|TestWriteGitCodeProtected|TestWriteGitLinkKernelPath|TestWriteWorktreeKernelPath' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|decide_test')
+(cd "$work" && "${as_user[@]}" "$work/mounts.test" -test.count=1 -test.run 'TestWritePlantsNoRepository|TestWriteLockHeldFailsClosed|TestWriteGitCodeProtected|TestWriteGitLinkKernelPath|TestWriteWorktreeKernelPath|TestLinkTargetsHeldByTable' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|decide_test')
+(cd "$work" && "${as_user[@]}" "$work/cordon.test" -test.count=1 -test.run 'TestIntegrationToolsAgreeWithRunOnLinkTargets' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|_test.go')
 echo "== the cross-sandbox directory lock as uid $uid (rootless): held across processes, fails closed on a directory it cannot read"
 (cd "$work" && "${as_user[@]}" "$work/xlock.test" -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
 echo "== copy-on-write overlays as uid $uid (rootless overlayfs in the user namespace): git in two overlays, conflicts and protect paths refused at apply, discard, SIGKILL"

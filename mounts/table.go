@@ -53,8 +53,11 @@ type Table struct {
 	entries []Entry // sorted parents before children
 	synth   []string
 
-	// denyCfg and protectCfg are the configured lists, for messages.
-	denyCfg, protectCfg []string
+	// denyCfg and protectCfg are the configured lists, for messages;
+	// denyLinks and protectLinks what holds them on what symlinks reach
+	// (spec.PatternLinks), matched and named in messages too.
+	denyCfg, protectCfg     []string
+	denyLinks, protectLinks []string
 	// denyS/protectS are matched against sandbox paths, denyH/protectH
 	// against host paths; both hold the configured paths, their lexical
 	// host mapping and their resolution through symbolic links at New.
@@ -69,7 +72,26 @@ type Table struct {
 // absolute and clean, as spec's loader leaves them. Two entries with the
 // same target are an error, except that the workspace or a declared mount
 // replaces a system directory with the same target.
-func New(sb *spec.Sandbox) (*Table, error) { return build(sb, "") }
+//
+// Deny and protect hold on what symlinks reach as the sandbox holds them:
+// New adds the entries spec.PatternLinks finds (the target of a link a
+// pattern matches, of a link inside a protected directory), which walks
+// the directories below the rules; NewPlanned takes them from a plan.
+func New(sb *spec.Sandbox) (*Table, error) { return build(sb, "", nil) }
+
+// NewPlanned builds the table of sb as New does, taking the entries that
+// hold its deny and protect rules on what symlinks reach from aliased, the
+// sandbox a plan of sb enforces (spec.Plan.Aliased), rather than walking
+// the workspace again: every deny and protect entry of aliased that sb
+// does not list (what the symlinks reach, and the aliases the kernel
+// backends get) is matched as the plan's own. A run that has its plan
+// builds its table with it.
+func NewPlanned(sb, aliased *spec.Sandbox) (*Table, error) {
+	if aliased == nil {
+		return nil, fmt.Errorf("%w: no planned sandbox; use New", ErrInvalidSandbox)
+	}
+	return build(sb, "", aliased)
+}
 
 // NewView builds the table of sb as New does, but with the workspace read
 // and written through root, a host path that shows the workspace as the
@@ -81,11 +103,26 @@ func NewView(sb *spec.Sandbox, root string) (*Table, error) {
 	if root == "" || !filepath.IsAbs(root) {
 		return nil, fmt.Errorf("%w: the workspace view %q must be an absolute path", ErrInvalidSandbox, root)
 	}
-	return build(sb, root)
+	return build(sb, root, nil)
 }
 
-// build is New with the workspace entry's source, when view is set.
-func build(sb *spec.Sandbox, view string) (*Table, error) {
+// View returns the table of the same sandbox with the workspace read and
+// written through root, as NewView builds it, holding t's entries on what
+// symlinks reach rather than walking the workspace again (a session's
+// file tools ask for a view on every call).
+func (t *Table) View(root string) (*Table, error) {
+	if root == "" || !filepath.IsAbs(root) {
+		return nil, fmt.Errorf("%w: the workspace view %q must be an absolute path", ErrInvalidSandbox, root)
+	}
+	p := t.sb.Clone()
+	p.Deny = slices.Concat(p.Deny, t.denyLinks)
+	p.Protect = slices.Concat(p.Protect, t.protectLinks)
+	return build(t.sb, root, p)
+}
+
+// build is New with the workspace entry's source, when view is set, and
+// the entries on what symlinks reach taken from planned, when set.
+func build(sb *spec.Sandbox, view string, planned *spec.Sandbox) (*Table, error) {
 	if sb == nil {
 		return nil, fmt.Errorf("%w: nil sandbox", ErrInvalidSandbox)
 	}
@@ -175,19 +212,22 @@ func build(sb *spec.Sandbox, view string) (*Table, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	if err := t.addLinks(sb, planned); err != nil {
+		return nil, err
+	}
 	// Matched: the configured lists and what spec.WithAliases adds for
 	// git, as the kernel backends get it (what protected git configs
 	// include, their core.hooksPath and the programs they name), so the
 	// file tools and check refuse what the sandbox's processes are
 	// refused. The aliases of every entry the table finds itself, on
 	// host paths (expand).
-	protectM := slices.Clone(t.protectCfg)
+	protectM := append(slices.Clone(t.protectCfg), t.protectLinks...)
 	for _, p := range spec.GitProtect(sb) {
 		if filepath.IsAbs(p) {
 			protectM = appendUnique(protectM, p)
 		}
 	}
-	t.denyS, t.denyH = t.expand(t.denyCfg)
+	t.denyS, t.denyH = t.expand(append(slices.Clone(t.denyCfg), t.denyLinks...))
 	// The host's secrets are denied wherever a zone shows them (a mount of
 	// /etc at /hostetc), whatever system says: matched as host paths
 	// only, as spec.WithAliases masks them in the sandbox.
@@ -198,6 +238,31 @@ func build(sb *spec.Sandbox, view string) (*Table, error) {
 	t.denyH = t.linkForms(t.denyH)
 	t.protectH = t.linkForms(t.protectH)
 	return t, nil
+}
+
+// addLinks sets the entries that hold the deny and protect rules of sb on
+// what symlinks reach, as the sandbox holds them (spec.PatternLinks), or
+// those planned lists beyond sb's.
+func (t *Table) addLinks(sb, planned *spec.Sandbox) error {
+	if planned != nil {
+		for _, d := range planned.Deny {
+			if !slices.Contains(sb.Deny, d) && filepath.IsAbs(d) {
+				t.denyLinks = appendUnique(t.denyLinks, d)
+			}
+		}
+		for _, p := range planned.Protect {
+			if !slices.Contains(sb.Protect, p) && filepath.IsAbs(p) {
+				t.protectLinks = appendUnique(t.protectLinks, p)
+			}
+		}
+		return nil
+	}
+	deny, protect, err := spec.PatternLinks(sb)
+	if err != nil {
+		return fmt.Errorf("deny and protect on what symlinks reach: %w", err)
+	}
+	t.denyLinks, t.protectLinks = deny, protect
+	return nil
 }
 
 // expand returns, for the configured paths, the sandbox paths and host
@@ -286,7 +351,7 @@ func (t *Table) WritableRoots() []string {
 			continue
 		}
 		var except []string
-		for _, p := range append(append([]string(nil), t.protectCfg...), t.denyCfg...) {
+		for _, p := range slices.Concat(t.protectCfg, t.protectLinks, t.denyCfg, t.denyLinks) {
 			if t.lookup(p) == e && p != e.Target {
 				except = appendUnique(except, p)
 			} else if p == e.Target || isUnder(e.Target, p) {

@@ -39,11 +39,13 @@ const maxPatternLinks = 256
 // (see above), or sb itself when there is none. systemDirs are the host
 // directories the sandbox shows at their own place.
 func withPatternLinks(sb *Sandbox, systemDirs []string) (*Sandbox, error) {
-	if !slices.ContainsFunc(sb.Deny, IsPattern) && len(sb.Protect) == 0 {
+	git := gitLinkEntries(sb)
+	if !slices.ContainsFunc(sb.Deny, IsPattern) && len(sb.Protect) == 0 && len(git) == 0 {
 		return sb, nil // nothing to walk: literal deny entries are masked whole
 	}
 	v := sandboxView{zones: sandboxZones(sb), system: systemDirs, plain: map[string]bool{"/": true}}
-	deny, protect := &linkList{entries: sb.Deny, deny: true}, &linkList{entries: sb.Protect}
+	deny := &linkList{entries: sb.Deny, deny: true}
+	protect := &linkList{entries: appendNew(slices.Clone(sb.Protect), git)}
 	if err := v.linkEntries(deny, protect); err != nil {
 		return nil, err
 	}
@@ -54,6 +56,26 @@ func withPatternLinks(sb *Sandbox, systemDirs []string) (*Sandbox, error) {
 	c.Deny = appendNew(c.Deny, deny.add)
 	c.Protect = appendNew(c.Protect, protect.add)
 	return c, nil
+}
+
+// gitLinkEntries returns the protect entries WithAliases adds for git
+// (GitProtect: a core.hooksPath directory, what protected configs
+// include, the programs they name), with their aliases: they are walked
+// as the configured ones are, since a link inside a hooksPath directory
+// (.githooks/pre-commit -> ../tools/pre-commit) sends the hook git runs
+// out of the directory's read-only mount. Their own entries are
+// WithAliases's; only what their links reach is added here.
+func gitLinkEntries(sb *Sandbox) []string {
+	var g []string
+	for _, p := range GitProtect(sb) {
+		if filepath.IsAbs(p) && !slices.Contains(sb.Protect, p) {
+			g = append(g, p)
+		}
+	}
+	if len(g) == 0 {
+		return nil
+	}
+	return appendAliases(g, g, aliasZones(sb))
 }
 
 // PatternLinks returns the deny and protect entries withPatternLinks adds

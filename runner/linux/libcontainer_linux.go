@@ -133,11 +133,6 @@ func (r *linuxRunner) run(ctx context.Context, req runner.Request, res runner.Re
 	if !r.rootless {
 		cgroup.PrewarmCgroupLock()
 	}
-	table, err := mounts.New(req.Sandbox)
-	if err != nil {
-		return run.setupFailed(fmt.Errorf("mount table: %w", err))
-	}
-	run.table = table
 	if !initCalled.Load() {
 		return run.setupFailed(fmt.Errorf("%w: %w", runner.ErrSetup, ErrNoInit))
 	}
@@ -147,6 +142,11 @@ func (r *linuxRunner) run(ctx context.Context, req runner.Request, res runner.Re
 				"run as root, enable them (sysctl user.max_user_namespaces), or set require_os_sandbox: false to run with application-level checks only",
 				runner.ErrUnenforceable))
 		}
+		table, err := mounts.New(req.Sandbox)
+		if err != nil {
+			return run.setupFailed(fmt.Errorf("mount table: %w", err))
+		}
+		run.table = table
 		return runUnsandboxed(ctx, req, run.res, table)
 	}
 	if err := run.build(); err != nil {

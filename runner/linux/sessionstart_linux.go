@@ -58,11 +58,6 @@ func (r *linuxRunner) buildSession(run *linuxRun) error {
 	if !r.rootless {
 		cgroup.PrewarmCgroupLock()
 	}
-	table, err := mounts.New(run.req.Sandbox)
-	if err != nil {
-		return fmt.Errorf("%w: mount table: %w", runner.ErrSetup, err)
-	}
-	run.table = table
 	if r.rootless && !userNamespacesAvailable() {
 		return fmt.Errorf("%w: user namespaces are disabled on this host, so a rootless session cannot be built; run as root or enable them (sysctl user.max_user_namespaces)", runner.ErrUnenforceable)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer/specconv"
 	"golang.org/x/sys/unix"
 
+	"github.com/cordon-run/cordon/mounts"
 	"github.com/cordon-run/cordon/runner"
 	"github.com/cordon-run/cordon/runner/linux/internal/cgroup"
 	"github.com/cordon-run/cordon/runner/linux/internal/seccomp"
@@ -37,6 +38,7 @@ type setupStep struct {
 var buildSteps = []setupStep{
 	{"preflight", (*linuxRun).preflight},
 	{"plan", (*linuxRun).plan},
+	{"table", (*linuxRun).mountTable},
 	{"state", (*linuxRun).beginState},
 	{"cgroup", (*linuxRun).delegatedCgroup},
 	{"record", (*linuxRun).recordRun},
@@ -96,17 +98,10 @@ var startedSteps = []setupStep{
 	{"deny watch", (*linuxRun).denyWatch},
 }
 
-// preflight refuses what must never be run (a mount source reached through
-// a symlink the sandbox could have planted, a mount that would show
+// preflight refuses what must never be run (a mount that would show
 // cordon's own state directory), reaps what crashed runs left, so that the
 // plan sees the host as it will be, and names the run.
 func (run *linuxRun) preflight() error {
-	if err := run.table.CheckSources(); err != nil {
-		return err
-	}
-	if err := checkInitRunnable(run.table, run.req.Sandbox); err != nil {
-		return err
-	}
 	if err := run.r.checkStateHidden(run.req.Sandbox); err != nil {
 		return err
 	}
@@ -153,6 +148,23 @@ func (run *linuxRun) plan() error {
 	}
 	run.specPlan, run.eff, run.oci = p, enf.Sandbox, p.Spec
 	return nil
+}
+
+// mountTable builds the run's mount table from its plan (the entries that
+// hold deny and protect on what symlinks reach are the plan's, not walked
+// again), and refuses a mount source reached through a symlink the
+// sandbox could have planted, and a system the init cannot start in,
+// before anything is made.
+func (run *linuxRun) mountTable() error {
+	table, err := mounts.NewPlanned(run.req.Sandbox, run.specPlan.Aliased)
+	if err != nil {
+		return fmt.Errorf("%w: mount table: %w", runner.ErrSetup, err)
+	}
+	run.table = table
+	if err := table.CheckSources(); err != nil {
+		return err
+	}
+	return checkInitRunnable(table, run.req.Sandbox)
 }
 
 // beginState takes this run's state directory and its rootfs skeleton
