@@ -140,7 +140,7 @@ func (p *Project) Config() *spec.Config {
 }
 
 // Sandbox returns the project's top-level sandbox.
-func (p *Project) Sandbox() (*Sandbox, error) { return p.newSandbox(&p.cfg.Sandbox, nil) }
+func (p *Project) Sandbox() (*Sandbox, error) { return p.newSandbox(&p.cfg.Sandbox, nil, nil) }
 
 // Worker derives the sandbox of the worker file at path (*.worker.yaml)
 // from the top-level sandbox. See Sandbox.Derive.
@@ -162,7 +162,10 @@ func (p *Project) Derive(w *spec.Worker, opts ...DeriveOption) (*Sandbox, error)
 	return top.Derive(w, opts...)
 }
 
-func (p *Project) newSandbox(sb *spec.Sandbox, known *readIdentity) (*Sandbox, error) {
+// newSandbox makes the Sandbox of sb; links, when recent and found for
+// the same sandbox (a derivation that changed nothing the walk reads),
+// spare its mount table the walk (see recentLinks).
+func (p *Project) newSandbox(sb *spec.Sandbox, known *readIdentity, links *spec.Links) (*Sandbox, error) {
 	c := sb.Clone()
 	withHostTools(c)
 	// A sandbox built in code (NewProject) or changed by a front end's
@@ -174,7 +177,7 @@ func (p *Project) newSandbox(sb *spec.Sandbox, known *readIdentity) (*Sandbox, e
 	if err := spec.GuardHome(c); err != nil {
 		return nil, err
 	}
-	t, err := mounts.New(c)
+	t, err := mounts.NewLinked(c, links)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +270,7 @@ func (s *Sandbox) Worker(path string, opts ...DeriveOption) (*Sandbox, error) {
 	// The worker file steers later derivations: the child must not rewrite it.
 	guarded := child.sb.Clone()
 	spec.GuardControlFiles(guarded, []string{path}, nil)
-	return s.p.newSandbox(guarded, nil)
+	return s.p.newSandbox(guarded, nil, s.recentLinks())
 }
 
 // Derive returns the sandbox of worker w started from s: s ∩ w's request
@@ -287,7 +290,7 @@ func (s *Sandbox) Derive(w *spec.Worker, opts ...DeriveOption) (*Sandbox, error)
 	if err != nil {
 		return nil, s.refuse(err)
 	}
-	return s.p.newSandbox(child, nil)
+	return s.p.newSandbox(child, nil, s.recentLinks())
 }
 
 // attach checks c's attachments in s and shows them in child read-only.

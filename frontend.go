@@ -19,7 +19,7 @@ func (s *Sandbox) Override(o spec.Overrides) (*Sandbox, error) {
 		return nil, s.refuse(err)
 	}
 	spec.GuardControlFiles(c, []string{s.p.cfg.Source}, append(append([]string(nil), s.p.logPaths...), s.p.guarded...))
-	return s.p.newSandbox(c, s.git.read)
+	return s.p.newSandbox(c, s.git.read, s.recentLinks())
 }
 
 // AttachFiles returns s with paths, files s can read, shown read-only at
@@ -36,7 +36,7 @@ func (s *Sandbox) AttachFiles(paths []string, opts ...DeriveOption) (*Sandbox, e
 	if err != nil {
 		return nil, s.refuse(err)
 	}
-	out, err := s.p.newSandbox(child, nil)
+	out, err := s.p.newSandbox(child, nil, s.recentLinks())
 	if err != nil {
 		return nil, err
 	}

@@ -94,7 +94,7 @@ func (s *Sandbox) Run(ctx context.Context, args []string, opts ...RunOption) (Re
 	for _, o := range opts {
 		o(&c)
 	}
-	c.req.Sandbox, c.req.Args = s.sb, args
+	c.req.Sandbox, c.req.Args, c.req.Links = s.sb, args, s.recentLinks()
 	r, err := s.p.backend()
 	if err != nil {
 		return setupResult(err), err

@@ -99,7 +99,8 @@ func (s *Sandbox) StartSession(ctx context.Context, opts ...SessionOption) (*Ses
 		}
 	}
 	rs, err := st.StartSession(ctx, runner.SessionRequest{Sandbox: sb, ID: c.id, Stderr: c.stderr,
-		IdleTimeout: c.bounds.IdleTimeout, MaxLifetime: c.bounds.MaxLifetime, LockedDir: c.lockedDir})
+		IdleTimeout: c.bounds.IdleTimeout, MaxLifetime: c.bounds.MaxLifetime, LockedDir: c.lockedDir,
+		Links: s.recentLinks()})
 	if err != nil {
 		release()
 		return nil, err

@@ -83,7 +83,7 @@ echo "== macOS's allow-list proxy as uid $uid: curl, git and Python through it, 
 echo "== one decision for every writer as uid $uid (rootless): the broker, Files, the MCP write tool and cordon check"
 (cd "$work" && "${as_user[@]}" "$work/mcpserver.test" -test.count=1 -test.run 'Integration' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|decide_test')
 (cd "$work" && "${as_user[@]}" "$work/mounts.test" -test.count=1 -test.run 'TestWritePlantsNoRepository|TestWriteLockHeldFailsClosed|TestWriteGitCodeProtected|TestWriteGitLinkKernelPath|TestWriteWorktreeKernelPath|TestLinkTargetsHeldByTable' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|decide_test')
-(cd "$work" && "${as_user[@]}" "$work/cordon.test" -test.count=1 -test.run 'TestIntegrationToolsAgreeWithRunOnLinkTargets' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|_test.go')
+(cd "$work" && "${as_user[@]}" "$work/cordon.test" -test.count=1 -test.run 'TestIntegrationToolsAgreeWithRunOnLinkTargets|TestIntegrationRunLinkWalkOnce' -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|_test.go')
 echo "== the cross-sandbox directory lock as uid $uid (rootless): held across processes, fails closed on a directory it cannot read"
 (cd "$work" && "${as_user[@]}" "$work/xlock.test" -test.count=1 -test.v 2>&1 | grep -E '^(--- |ok|FAIL|PASS)')
 echo "== copy-on-write overlays as uid $uid (rootless overlayfs in the user namespace): git in two overlays, conflicts and protect paths refused at apply, discard, SIGKILL"

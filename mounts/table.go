@@ -64,6 +64,9 @@ type Table struct {
 	denyS, denyH, protectS, protectH []string
 	// sb is a copy of the sandbox the table was built from.
 	sb *spec.Sandbox
+	// links are the entries on what symlinks reach that the table found
+	// or was given (Links).
+	links *spec.Links
 }
 
 // New builds the mount table of sb: the workspace root, the declared mounts,
@@ -77,7 +80,21 @@ type Table struct {
 // New adds the entries spec.PatternLinks finds (the target of a link a
 // pattern matches, of a link inside a protected directory), which walks
 // the directories below the rules; NewPlanned takes them from a plan.
-func New(sb *spec.Sandbox) (*Table, error) { return build(sb, "", nil) }
+func New(sb *spec.Sandbox) (*Table, error) { return build(sb, "", nil, nil) }
+
+// NewLinked builds the table of sb as New does, taking the entries that
+// hold its deny and protect rules on what symlinks reach from links when
+// they hold for sb (spec.Links.For), rather than walking again; otherwise
+// (links nil, or found for another sandbox) it walks as New does.
+func NewLinked(sb *spec.Sandbox, links *spec.Links) (*Table, error) {
+	return build(sb, "", nil, links)
+}
+
+// Links returns the entries the table holds on what symlinks reach,
+// with the sandbox they were found for, when the table walked for them
+// (New, NewLinked) or took them from links; nil when they came from a
+// plan (NewPlanned) or another table (View).
+func (t *Table) Links() *spec.Links { return t.links }
 
 // NewPlanned builds the table of sb as New does, taking the entries that
 // hold its deny and protect rules on what symlinks reach from aliased, the
@@ -90,7 +107,7 @@ func NewPlanned(sb, aliased *spec.Sandbox) (*Table, error) {
 	if aliased == nil {
 		return nil, fmt.Errorf("%w: no planned sandbox; use New", ErrInvalidSandbox)
 	}
-	return build(sb, "", aliased)
+	return build(sb, "", aliased, nil)
 }
 
 // NewView builds the table of sb as New does, but with the workspace read
@@ -103,7 +120,7 @@ func NewView(sb *spec.Sandbox, root string) (*Table, error) {
 	if root == "" || !filepath.IsAbs(root) {
 		return nil, fmt.Errorf("%w: the workspace view %q must be an absolute path", ErrInvalidSandbox, root)
 	}
-	return build(sb, root, nil)
+	return build(sb, root, nil, nil)
 }
 
 // View returns the table of the same sandbox with the workspace read and
@@ -117,12 +134,12 @@ func (t *Table) View(root string) (*Table, error) {
 	p := t.sb.Clone()
 	p.Deny = slices.Concat(p.Deny, t.denyLinks)
 	p.Protect = slices.Concat(p.Protect, t.protectLinks)
-	return build(t.sb, root, p)
+	return build(t.sb, root, p, nil)
 }
 
 // build is New with the workspace entry's source, when view is set, and
 // the entries on what symlinks reach taken from planned, when set.
-func build(sb *spec.Sandbox, view string, planned *spec.Sandbox) (*Table, error) {
+func build(sb *spec.Sandbox, view string, planned *spec.Sandbox, links *spec.Links) (*Table, error) {
 	if sb == nil {
 		return nil, fmt.Errorf("%w: nil sandbox", ErrInvalidSandbox)
 	}
@@ -212,7 +229,7 @@ func build(sb *spec.Sandbox, view string, planned *spec.Sandbox) (*Table, error)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if err := t.addLinks(sb, planned); err != nil {
+	if err := t.addLinks(sb, planned, links); err != nil {
 		return nil, err
 	}
 	// Matched: the configured lists and what spec.WithAliases adds for
@@ -241,9 +258,9 @@ func build(sb *spec.Sandbox, view string, planned *spec.Sandbox) (*Table, error)
 }
 
 // addLinks sets the entries that hold the deny and protect rules of sb on
-// what symlinks reach, as the sandbox holds them (spec.PatternLinks), or
-// those planned lists beyond sb's.
-func (t *Table) addLinks(sb, planned *spec.Sandbox) error {
+// what symlinks reach, as the sandbox holds them (spec.FindLinks, or
+// links when they hold for sb), or those planned lists beyond sb's.
+func (t *Table) addLinks(sb, planned *spec.Sandbox, links *spec.Links) error {
 	if planned != nil {
 		for _, d := range planned.Deny {
 			if !slices.Contains(sb.Deny, d) && filepath.IsAbs(d) {
@@ -257,11 +274,14 @@ func (t *Table) addLinks(sb, planned *spec.Sandbox) error {
 		}
 		return nil
 	}
-	deny, protect, err := spec.PatternLinks(sb)
-	if err != nil {
-		return fmt.Errorf("deny and protect on what symlinks reach: %w", err)
+	if !links.For(sb) {
+		var err error
+		if links, err = spec.FindLinks(sb); err != nil {
+			return fmt.Errorf("deny and protect on what symlinks reach: %w", err)
+		}
 	}
-	t.denyLinks, t.protectLinks = deny, protect
+	t.links = links
+	t.denyLinks, t.protectLinks = links.Entries()
 	return nil
 }
 

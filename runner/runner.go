@@ -61,6 +61,11 @@ type Request struct {
 	// before Stdin: the input the caller's terminal held when it was made
 	// raw (MakeRaw).
 	TypeAhead []byte
+	// Links, when they hold for Sandbox (spec.Links.For), are the entries
+	// on what symlinks reach that the caller's walk found just before
+	// (its mount table's): the plan takes them rather than walking the
+	// workspace again. nil, or links of another sandbox, walks.
+	Links *spec.Links
 }
 
 // EffectiveTimeout is the shorter of the request's and the sandbox's

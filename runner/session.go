@@ -68,6 +68,8 @@ type SessionRequest struct {
 	// the session (SIGKILL), the reaper that removes the session's
 	// leftovers at once removes that directory and its files too.
 	LockedDir string
+	// Links are as Request.Links.
+	Links *spec.Links
 }
 
 // SessionRoot is a Session whose root directory the caller can open: the

@@ -112,6 +112,11 @@ type RunOptions struct {
 	// (a tun device in the sandbox's network namespace and cordon's own
 	// TCP/IP stack), so the allow list is not listed as unenforced.
 	NetworkGuarded bool
+	// Links, when they hold for the sandbox translated (Links.For, with
+	// the same system directories), are the entries that hold its deny
+	// and protect rules on what symlinks reach, found by the caller's
+	// walk (FindLinks); otherwise, and when nil, the translation walks.
+	Links *Links
 }
 
 // Host is what the translation needs to know of the kernel that will run
@@ -207,7 +212,7 @@ func ToOCI(sb *Sandbox, proc Process, ro RunOptions, opts ...Opt) (*specs.Spec, 
 		// Deny and protect on what the patterns' matches that are
 		// symlinks reach, and at every sandbox path of the same host file.
 		var err error
-		if sb, err = withPatternLinks(sb, h.systemDirs(sb)); err != nil {
+		if sb, err = withPatternLinks(sb, h.systemDirs(sb), ro.Links); err != nil {
 			return nil, err
 		}
 		sb = WithAliases(sb)

@@ -37,17 +37,24 @@ const maxPatternLinks = 256
 // withPatternLinks returns sb with the entries that hold its deny and
 // protect patterns on what their matches' symlinks reach in the sandbox
 // (see above), or sb itself when there is none. systemDirs are the host
-// directories the sandbox shows at their own place.
-func withPatternLinks(sb *Sandbox, systemDirs []string) (*Sandbox, error) {
-	git := gitLinkEntries(sb)
-	if !slices.ContainsFunc(sb.Deny, IsPattern) && len(sb.Protect) == 0 && len(git) == 0 {
-		return sb, nil // nothing to walk: literal deny entries are masked whole
-	}
-	v := sandboxView{zones: sandboxZones(sb), system: systemDirs, plain: map[string]bool{"/": true}}
+// directories the sandbox shows at their own place. pre, when it holds
+// for sb and systemDirs (Links), gives the entries without walking.
+func withPatternLinks(sb *Sandbox, systemDirs []string, pre *Links) (*Sandbox, error) {
 	deny := &linkList{entries: sb.Deny, deny: true}
-	protect := &linkList{entries: appendNew(slices.Clone(sb.Protect), git)}
-	if err := v.linkEntries(deny, protect); err != nil {
-		return nil, err
+	protect := &linkList{}
+	if pre.forPlan(sb, systemDirs) {
+		deny.add, protect.add = pre.deny, pre.protect
+	} else {
+		git := gitLinkEntries(sb)
+		if !slices.ContainsFunc(sb.Deny, IsPattern) && len(sb.Protect) == 0 && len(git) == 0 {
+			return sb, nil // nothing to walk: literal deny entries are masked whole
+		}
+		linkWalks.Add(1)
+		v := sandboxView{zones: sandboxZones(sb), system: systemDirs, plain: map[string]bool{"/": true}}
+		protect.entries = appendNew(slices.Clone(sb.Protect), git)
+		if err := v.linkEntries(deny, protect); err != nil {
+			return nil, err
+		}
 	}
 	if len(deny.add) == 0 && len(protect.add) == 0 {
 		return sb, nil
@@ -83,11 +90,11 @@ func gitLinkEntries(sb *Sandbox) []string {
 // their aliases), for a decision outside the kernel backends (the mount
 // table behind the file tools) to hold the same.
 func PatternLinks(sb *Sandbox) (deny, protect []string, err error) {
-	c, err := withPatternLinks(sb, SystemDirs(sb))
+	l, err := FindLinks(sb)
 	if err != nil {
 		return nil, nil, err
 	}
-	return c.Deny[len(sb.Deny):], c.Protect[len(sb.Protect):], nil
+	return l.deny, l.protect, nil
 }
 
 func appendNew(dst, add []string) []string {

@@ -56,7 +56,7 @@ func TestPatternLinksGitHooksPath(t *testing.T) {
 			if !slices.Equal(protect, want) {
 				t.Fatalf("PatternLinks protect = %v; want %v", protect, want)
 			}
-			linked, err := withPatternLinks(sb, nil)
+			linked, err := withPatternLinks(sb, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

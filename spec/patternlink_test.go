@@ -132,7 +132,7 @@ func TestWithPatternLinks(t *testing.T) {
 				return out
 			}
 			sb := &Sandbox{Root: ws, Readonly: tc.readonly, Deny: abs(tc.deny), Protect: abs(tc.prot)}
-			got, err := withPatternLinks(sb, system)
+			got, err := withPatternLinks(sb, system, nil)
 			if tc.wantErr {
 				if !errors.Is(err, ErrUnenforceable) {
 					t.Fatalf("err = %v, want ErrUnenforceable", err)
@@ -148,6 +148,7 @@ func TestWithPatternLinks(t *testing.T) {
 			if p := got.Protect[len(sb.Protect):]; !slices.Equal(p, abs(tc.wantProtect)) {
 				t.Errorf("protect added %q, want %q", p, abs(tc.wantProtect))
 			}
+			checkPlanWithLinks(t, sb, system)
 		})
 	}
 }

@@ -47,7 +47,7 @@ func newPlan(sb *Sandbox, proc Process, ro RunOptions, h hostInfo, opts ...Opt) 
 	}
 	// Deny and protect hold at every sandbox path of the same host file,
 	// and on what their patterns' matches that are symlinks reach.
-	sb, err := withPatternLinks(sb, h.systemDirs(sb))
+	sb, err := withPatternLinks(sb, h.systemDirs(sb), ro.Links)
 	if err != nil {
 		return nil, err
 	}

@@ -142,7 +142,7 @@ func (r *linuxRunner) run(ctx context.Context, req runner.Request, res runner.Re
 				"run as root, enable them (sysctl user.max_user_namespaces), or set require_os_sandbox: false to run with application-level checks only",
 				runner.ErrUnenforceable))
 		}
-		table, err := mounts.New(req.Sandbox)
+		table, err := mounts.NewLinked(req.Sandbox, req.Links)
 		if err != nil {
 			return run.setupFailed(fmt.Errorf("mount table: %w", err))
 		}

@@ -40,6 +40,7 @@ func (r *linuxRunner) StartSession(ctx context.Context, req runner.SessionReques
 	}
 	run := &linuxRun{r: r, ph: newPhases(), req: runner.Request{
 		Sandbox: sb, Args: []string{"/proc/self/exe", pid1.SessionInitArg}, ID: req.ID, Stderr: req.Stderr,
+		Links: req.Links,
 	}}
 	b := sessionBuilt{run}
 	if err := r.buildSession(run); err != nil {

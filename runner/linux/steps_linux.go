@@ -128,6 +128,7 @@ func (run *linuxRun) plan() error {
 		run.cwd = req.Sandbox.Root
 	}
 	ro := runner.RunOptions(r.backend(), run.id, r.state.rootfs(run.id), r.facts)
+	ro.Links = req.Links
 	if r.rootless {
 		ro.CgroupsPath = runner.RootlessCgroupsPath(req.Sandbox, run.id, r.facts)
 	}
