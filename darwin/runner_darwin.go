@@ -88,7 +88,7 @@ func (seatbelt) Run(ctx context.Context, req runner.Request) (runner.Result, err
 	if err != nil {
 		return fail(err)
 	}
-	table, err := mounts.New(runSb)
+	table, err := mounts.NewLinked(runSb, req.Links)
 	if err != nil {
 		return fail(err)
 	}

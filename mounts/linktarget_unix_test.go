@@ -70,6 +70,28 @@ func TestLinkTargetsHeldByTable(t *testing.T) {
 					}
 					return tab.View(ws) // a session's view, here the workspace itself
 				},
+				// The front end's walk handed on: taken without walking.
+				"NewLinked": func() (*Table, error) {
+					links, err := spec.FindLinks(sb)
+					if err != nil {
+						return nil, err
+					}
+					n := spec.LinkWalks()
+					tab, err := NewLinked(sb, links)
+					if spec.LinkWalks() != n {
+						t.Error("NewLinked walked with the links of its own sandbox given")
+					}
+					return tab, err
+				},
+				// Links of another sandbox (no rules: nothing found) are
+				// not taken: the table walks and holds the targets.
+				"NewLinked_other": func() (*Table, error) {
+					links, err := spec.FindLinks(&spec.Sandbox{Root: ws})
+					if err != nil {
+						return nil, err
+					}
+					return NewLinked(sb, links)
+				},
 			}
 			for how, mk := range built {
 				tab, err := mk()
