@@ -17,7 +17,8 @@ import (
 // TestIntegrationRunLinkWalkOnce: a run started as `cordon run` starts
 // one (the project's sandbox, adjusted by the front end's flags, run at
 // once) walks the workspace for what deny and protect reach through
-// symlinks once, not in the front end and again in the plan; the rule
+// symlinks once, not in the front end and again in the plan (a session's
+// start too); the rule
 // still holds on the link's target (a write through the protected
 // hooks link is refused and the hook is unchanged). A Sandbox kept past
 // the reuse bound walks afresh for its run. Root and rootless
@@ -62,6 +63,30 @@ func TestIntegrationRunLinkWalkOnce(t *testing.T) {
 	}
 	if res.ExitCode == 0 {
 		t.Errorf("a write through the protected hooks link succeeded: %+v", res)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "realhooks/pre-push")); err != nil || string(b) != hook {
+		t.Fatalf("the hook changed: %q, %v", b, err)
+	}
+	// A session started as `cordon session start` starts one walks once
+	// too, and holds the rule.
+	n = spec.LinkWalks()
+	top, err = cordon.NewProject(cfg, cordon.WithRunner(r)).Sandbox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := top.StartSession(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if walks := spec.LinkWalks() - n; walks != 1 {
+		t.Errorf("the session start walked the workspace %d times; want 1", walks)
+	}
+	sres, err := sess.Exec(context.Background(), []string{"sh", "-c", "echo x > realhooks/pre-push"}, cordon.Dir(ws))
+	if err != nil || sres.ExitCode == 0 {
+		t.Errorf("a session's write through the protected hooks link: %+v, %v; want it refused", sres, err)
+	}
+	if err := sess.Close(); err != nil {
+		t.Error(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "realhooks/pre-push")); err != nil || string(b) != hook {
 		t.Fatalf("the hook changed: %q, %v", b, err)
