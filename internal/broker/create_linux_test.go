@@ -140,6 +140,23 @@ func TestBrokerChildOpens(t *testing.T) {
 		t.Skip("the child of TestBrokerCreateFastPath")
 	}
 	runtime.LockOSThread()
+	sendCreatesListener(t)
+	for _, c := range createCases {
+		fd, err := unix.Openat(unix.AT_FDCWD, filepath.Join(dir, c.path), c.flags|unix.O_CLOEXEC, 0o644)
+		errno, _ := err.(unix.Errno)
+		fmt.Printf("open %s errno %d\n", c.name, int(errno))
+		if err == nil {
+			_, _ = unix.Write(fd, []byte("y"))
+			unix.Close(fd)
+		}
+	}
+}
+
+// sendCreatesListener, in a test's child, installs notifyCreatesFilter on
+// this thread (no_new_privs first) and sends its listener to the parent
+// over descriptor 3.
+func sendCreatesListener(t *testing.T) {
+	t.Helper()
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -153,13 +170,4 @@ func TestBrokerChildOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	unix.Close(int(l))
-	for _, c := range createCases {
-		fd, err := unix.Openat(unix.AT_FDCWD, filepath.Join(dir, c.path), c.flags|unix.O_CLOEXEC, 0o644)
-		errno, _ := err.(unix.Errno)
-		fmt.Printf("open %s errno %d\n", c.name, int(errno))
-		if err == nil {
-			_, _ = unix.Write(fd, []byte("y"))
-			unix.Close(fd)
-		}
-	}
 }

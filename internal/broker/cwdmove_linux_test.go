@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -82,19 +81,7 @@ func TestBrokerChildRelativeCreate(t *testing.T) {
 	if err := os.Chdir(dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		t.Fatal(err)
-	}
-	prog := notifyCreatesFilter()
-	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	l, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fp)))
-	if e != 0 {
-		t.Fatalf("seccomp: %v", e)
-	}
-	if err := unix.Sendmsg(3, []byte{'L'}, unix.UnixRights(int(l)), nil, 0); err != nil {
-		t.Fatal(err)
-	}
-	unix.Close(int(l))
+	sendCreatesListener(t)
 	fd, err := unix.Openat(unix.AT_FDCWD, "1", unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
 	errno, _ := err.(unix.Errno)
 	fmt.Printf("create errno %d\n", int(errno))

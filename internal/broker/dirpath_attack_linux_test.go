@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -272,19 +271,7 @@ func TestBrokerChildRelCreates(t *testing.T) {
 	if os.Getenv("CORDON_BROKER_RC_EXCL") != "" {
 		flags |= unix.O_EXCL
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		t.Fatal(err)
-	}
-	prog := notifyCreatesFilter()
-	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	l, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fp)))
-	if e != 0 {
-		t.Fatalf("seccomp: %v", e)
-	}
-	if err := unix.Sendmsg(3, []byte{'L'}, unix.UnixRights(int(l)), nil, 0); err != nil {
-		t.Fatal(err)
-	}
-	unix.Close(int(l))
+	sendCreatesListener(t)
 	for i := range n {
 		name := os.Getenv("CORDON_BROKER_RC_PREFIX") + "r" + strconv.Itoa(i)
 		fd, err := unix.Openat(unix.AT_FDCWD, name, flags, 0o644)
