@@ -470,55 +470,18 @@ func (v sandboxView) follow(p string) (r reached, ok bool) {
 		// The walk that met p came down d without a link: start there.
 		pending, cur = []string{filepath.Base(p)}, d
 	}
-	n := 0
-	stop := func(end string, rest []string, exists bool) (reached, bool) {
-		r := reached{end: end, exists: exists}
-		for _, c := range rest {
-			if c != "" && c != "." {
-				r.rest = append(r.rest, c)
-			}
-		}
-		r.z, r.inZone = containingZone(v.zones, end)
-		return r, true
+	w, ok := kernelWalk(cur, pending, v.lstat, v.readlink)
+	if !ok {
+		return reached{}, false
 	}
-	for len(pending) > 0 {
-		c := pending[0]
-		pending = pending[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
-		}
-		next := filepath.Join(cur, c)
-		fi, err := v.lstat(next)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return stop(next, pending, false)
-		case err != nil:
-			return reached{}, false
-		case fi.Mode()&fs.ModeSymlink == 0:
-			if !fi.IsDir() && len(pending) > 0 {
-				// ENOTDIR: only this file, as a whole, can change that.
-				return stop(next, []string{""}, false)
-			}
-			cur = next
-			continue
-		}
-		if n++; n > 40 {
-			return reached{}, false
-		}
-		target, err := v.readlink(next)
-		if err != nil || target == "" {
-			return reached{}, false
-		}
-		pending = append(strings.Split(target, "/"), pending...)
-		if strings.HasPrefix(target, "/") {
-			cur = "/"
+	r = reached{end: w.end, exists: w.exists}
+	for _, c := range w.rest {
+		if c != "" && c != "." {
+			r.rest = append(r.rest, c)
 		}
 	}
-	return stop(cur, nil, true)
+	r.z, r.inZone = containingZone(v.zones, r.end)
+	return r, true
 }
 
 // isPlain reports whether the sandbox reaches directory d as written:
